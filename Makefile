@@ -1,0 +1,43 @@
+# Front door. `make test` and `make run` work on a fresh Debian 12 machine as root: they install
+# what is missing (scripts/setup.sh), build, and then test or serve.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DLM_WERROR=ON
+MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+.PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Test-time data made from seeded generators (checkpoints in real HF layouts) under build/.
+fixtures-test: setup
+	@.venv/bin/python scripts/fixtures/make_test_checkpoints.py --out $(BUILD_DIR)/test-models
+
+test: build fixtures-test format-check
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+run: build
+	$(BUILD_DIR)/src/app/text-generation-launcher --model-id $(MODEL) --port 8080
+
+# Development only: the heavy reference tools (torch, transformers, llama-cpp-python).
+dev-venv:
+	python3 -m venv .venv-dev && .venv-dev/bin/pip install -q -r scripts/requirements-dev.txt
+
+fixtures: build
+	scripts/fixtures/regenerate_all.sh
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.h' '*.cc' | xargs -r clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh Debian 12 machine (run as root; `make` calls it). Installs what is
+# missing and nothing else: Debian build dependencies, a project-local Python virtualenv (.venv)
+# with the light test-time tools, the default model and the reference vocabularies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake ccache pkg-config clang-format python3-venv unzip
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev libicu-dev libgtest-dev libgmock-dev
+  libcli11-dev)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Test-time Python tools (no torch): numpy/safetensors/gguf write the seeded test checkpoints,
+# tokenizers is only used to cross-check fixtures, never by the server.
+if [ ! -x .venv/bin/python ] || [ scripts/requirements-test.txt -nt .venv/.stamp ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r scripts/requirements-test.txt
+  touch .venv/.stamp
+fi
+
+scripts/fetch_models.sh

@@ -1,0 +1,71 @@
+// Tensor: a non-owning view (dtype, shape, data pointer, device). Shapes are row-major and
+// outermost first, as in PyTorch: a Linear weight is [out_features, in_features]. Memory is
+// owned elsewhere (a MappedFile for weights, a Buffer for activations).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+
+namespace lm {
+
+using Shape = std::vector<int64_t>;
+
+std::string shape_string(const Shape& shape);
+int64_t num_elements(const Shape& shape);
+
+struct Tensor {
+  DType dtype = DType::kF32;
+  Shape shape;
+  void* data = nullptr;
+  Device device = Device::kCpu;
+
+  bool empty() const { return data == nullptr; }
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t dim(int i) const {
+    LM_CHECK(i >= 0 && i < rank());
+    return shape[static_cast<size_t>(i)];
+  }
+  int64_t numel() const { return num_elements(shape); }
+  // Bytes of one row (the innermost dimension), respecting quantization blocks.
+  int64_t row_bytes() const;
+
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+// An owned, 64-byte aligned float32 host buffer for activations and workspaces.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(Shape shape, DType dtype = DType::kF32);
+  Buffer(Buffer&&) noexcept = default;
+  Buffer& operator=(Buffer&&) noexcept = default;
+
+  Tensor view() const { return {dtype_, shape_, storage_.data(), Device::kCpu}; }
+  float* f32() { return reinterpret_cast<float*>(storage_.data()); }
+  const float* f32() const { return reinterpret_cast<const float*>(storage_.data()); }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return num_elements(shape_); }
+
+ private:
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  struct Storage {
+    std::vector<Line> lines;
+    void* data() const { return const_cast<Line*>(lines.data()); }
+  };
+  Storage storage_;
+  Shape shape_;
+  DType dtype_ = DType::kF32;
+};
+
+}  // namespace lm
