@@ -19,12 +19,20 @@ build: setup
 # Test-time data made from seeded generators (checkpoints in real HF layouts) under build/.
 fixtures-test: setup
 	@.venv/bin/python scripts/fixtures/make_test_checkpoints.py --out $(BUILD_DIR)/test-models
+	@for t in smollm2:models/SmolLM2-135M-Instruct.Q4_1.gguf llama-spm:models/vocab/ggml-vocab-llama-spm.gguf \
+	    llama-bpe:models/vocab/ggml-vocab-llama-bpe.gguf; do \
+	  out=$(BUILD_DIR)/test-models/tokenizers/$${t%%:*}; \
+	  [ -f $$out/tokenizer.json ] && [ $$out/tokenizer.json -nt scripts/fixtures/hf_tokenizer_from_gguf.py ] || \
+	    .venv/bin/python scripts/fixtures/hf_tokenizer_from_gguf.py --gguf $${t#*:} --out $$out || exit 1; \
+	done
 
 test: build fixtures-test format-check
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
+PROMPT ?= The three primary colors are
+# Until the HTTP server lands (its own issue) this completes PROMPT with the default model.
 run: build
-	$(BUILD_DIR)/src/app/text-generation-launcher --model-id $(MODEL) --port 8080
+	$(BUILD_DIR)/src/app/text-generation-launcher generate --model-id $(MODEL) --prompt "$(PROMPT)" --max-new-tokens 64
 
 # Development only: the heavy reference tools (torch, transformers, llama-cpp-python).
 dev-venv:

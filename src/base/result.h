@@ -87,7 +87,7 @@ class [[nodiscard]] Status {
 #define LM_CONCAT(a, b) LM_CONCAT_INNER(a, b)
 // LM_ASSIGN_OR_RETURN(auto x, expr): binds the value of a Result or returns its error.
 #define LM_ASSIGN_OR_RETURN(decl, expr) \
-  LM_ASSIGN_OR_RETURN_IMPL(LM_CONCAT(lm_result_, __LINE__), decl, expr)
+  LM_ASSIGN_OR_RETURN_IMPL(LM_CONCAT(lm_result_, __COUNTER__), decl, expr)
 #define LM_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return std::move(tmp).error();   \

@@ -1,0 +1,117 @@
+#include "app/generate_command.h"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "app/model_files.h"
+#include "base/log.h"
+#include "runtime/generator.h"
+#include "server/stop_sequences.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace lm {
+namespace {
+
+struct GenerateOptions {
+  std::string model_id;
+  std::string prompt;
+  int64_t max_new_tokens = 64;
+  int num_threads = 0;
+  std::vector<std::string> stop;
+  bool no_bos = false;
+  SamplingParams sampling;
+};
+
+int run_generate(const GenerateOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto model = LlamaModel::load(o.model_id);
+  if (!model.ok()) {
+    log_error(model.error().message);
+    return 1;
+  }
+  auto tokenizer = load_tokenizer_for(o.model_id, **model);
+  if (!tokenizer.ok()) {
+    log_error(tokenizer.error().message);
+    return 1;
+  }
+  GenerationRequest request;
+  request.prompt_ids = (*tokenizer)->encode(o.prompt, /*add_special_tokens=*/!o.no_bos);
+  request.max_new_tokens = o.max_new_tokens;
+  request.sampling = o.sampling;
+  if (request.prompt_ids.empty()) {
+    log_error("the prompt encodes to no tokens");
+    return 1;
+  }
+
+  ThreadPool pool(o.num_threads);
+  Generator generator(**model, pool);
+  StreamDecoder decoder(**tokenizer, request.prompt_ids, /*skip_special_tokens=*/true);
+  StopSequenceMatcher stops(o.stop);
+  const auto t1 = Clock::now();
+  auto first_token = t1;
+  auto result = generator.generate(request, [&](const SampleResult& token) {
+    if (first_token == t1) first_token = Clock::now();
+    const std::string text = decoder.push(token.id);
+    std::cout << text << std::flush;
+    return !stops.feed(text).has_value();
+  });
+  if (!result.ok()) {
+    log_error(result.error().message);
+    return 1;
+  }
+  std::cout << decoder.flush() << std::endl;
+  const auto t2 = Clock::now();
+  const double load_s = std::chrono::duration<double>(t1 - t0).count();
+  const double prefill_s = std::chrono::duration<double>(first_token - t1).count();
+  const double decode_s = std::chrono::duration<double>(t2 - first_token).count();
+  const size_t n = result->tokens.size();
+  log_info(fmt::format(
+      "finish_reason={} prompt_tokens={} generated_tokens={} load={:.2f}s prefill={:.3f}s "
+      "decode={:.1f} tokens/s threads={}",
+      finish_reason_name(result->finish_reason), request.prompt_ids.size(), n, load_s, prefill_s,
+      n > 1 ? static_cast<double>(n - 1) / decode_s : 0.0, pool.num_threads()));
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto options = std::make_shared<GenerateOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("generate", "Complete one prompt with a model and print the text");
+  cmd->add_option("--model-id", options->model_id, "A GGUF file or a Hugging Face model folder")
+      ->required()
+      ->envname("MODEL_ID");
+  cmd->add_option("--prompt", options->prompt, "The text to complete")->required();
+  cmd->add_option("--max-new-tokens", options->max_new_tokens, "Tokens to generate at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--num-threads", options->num_threads, "Compute threads (0: one per core)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--stop", options->stop, "Stop when the text contains this (repeatable)");
+  cmd->add_flag("--no-bos", options->no_bos, "Do not add the tokenizer's special prefix tokens");
+  SamplingParams& s = options->sampling;
+  cmd->add_flag("--do-sample", s.do_sample, "Sample instead of choosing the most likely token");
+  cmd->add_option("--temperature", s.temperature, "Divide logits by this")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass (1: off)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--typical-p", s.typical_p, "Typical sampling mass (1: off)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--repetition-penalty", s.repetition_penalty, "HF repetition penalty (1: off)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty (0: off)");
+  cmd->add_option("--presence-penalty", s.presence_penalty, "Presence penalty (0: off)");
+  cmd->add_option("--seed", s.seed, "Seed of the sampling generator");
+  cmd->add_option("--top-n-tokens", s.top_n_tokens, "Alternatives to compute per token")
+      ->check(CLI::Range(0, 100));
+  cmd->callback([options] { std::exit(run_generate(*options)); });
+}
+
+}  // namespace lm

@@ -1,0 +1,19 @@
+// What the engine needs to run one request: prompt ids, sampling and stopping rules. Plain
+// data, already validated by the server.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/sampling_params.h"
+
+namespace lm {
+
+struct EngineRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int64_t max_new_tokens = 1;
+  bool ignore_eos = false;  // warm-up and benchmarks only
+};
+
+}  // namespace lm

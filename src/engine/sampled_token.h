@@ -1,0 +1,23 @@
+// A token chosen for a sequence with its logprob and the top alternatives, as the executor
+// reports it to the engine and the engine to the request's TokenSink.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace lm {
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0.0f;
+};
+
+struct SampleResult {
+  int32_t id = 0;
+  float logprob = 0.0f;  // log-softmax of the processed scores at id; -inf if it was filtered
+  // The top_n_tokens best by processed logprob, best first (ties by lower id), plus every token
+  // tied with the n-th (TGI), so it may hold more than n; -inf tokens are never listed.
+  std::vector<TokenLogprob> top_tokens;
+};
+
+}  // namespace lm

@@ -1,0 +1,35 @@
+// Elementwise kernels kept scalar: exp dominates and its exactness matters more than speed.
+#include "kernels/cpu/activations.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+namespace lm::kernels {
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    // torch's CPU silu: x / (1 + exp(-x)).
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void softmax_inplace(float* x, int64_t n) {
+  LM_CHECK(n > 0);
+  const float max = *std::max_element(x, x + n);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv_sum = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv_sum;
+}
+
+}  // namespace lm::kernels

@@ -1,0 +1,39 @@
+// Instruction-set variants of the CPU kernels: which ones this machine runs, the best one
+// (chosen once per process), and the table of per-ISA inner loops every kernel dispatches through.
+#pragma once
+
+#include <cstdint>
+
+namespace lm::kernels {
+
+enum class Isa { kScalar, kAvx2 };
+
+bool isa_supported(Isa isa);
+Isa best_isa();
+const char* isa_name(Isa isa);
+
+enum class RowFormat;
+
+// Inner loops one ISA provides. The scalar table is the reference the others are tested against.
+struct IsaKernels {
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  // y[i] += a * x[i]
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
+  // y[i] *= a
+  void (*scale_f32)(float a, float* y, int64_t n);
+  void (*dequantize_row)(RowFormat format, const void* src, float* dst, int64_t k);
+  float (*dot_row)(RowFormat format, const void* row, const float* x, int64_t k);
+  // y[i * ldy + j] = dot(x + i * ldx, w + j * ldw) over k, for i < m, j < n: a small GEMM tile
+  // on fp32 rows that are already hot in cache.
+  void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
+                    int64_t k, float* y, int64_t ldy);
+};
+
+// LM_CHECKs that the ISA is supported.
+const IsaKernels& isa_kernels(Isa isa);
+
+// Defined in the per-ISA files.
+const IsaKernels& scalar_kernels();
+const IsaKernels& avx2_kernels();
+
+}  // namespace lm::kernels

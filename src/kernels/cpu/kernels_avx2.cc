@@ -1,0 +1,294 @@
+// AVX2 + FMA + F16C inner loops (built with -mavx2 -mfma -mf16c; used only after cpuid says so).
+// NOTE: this file must not instantiate inline functions or templates with external linkage
+// (std::, base/fp16.h): the linker could keep the AVX2 copy for the whole program and crash
+// older CPUs. Everything here has internal linkage or is an intrinsic.
+#include "kernels/cpu/isa.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+namespace {
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+float load_bf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+__m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+__m256 load_bf16x8(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps();
+  __m256 acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps();
+  __m256 acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  }
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale_f32(float a, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] *= a;
+}
+
+// The 32 quantized values of a block as four vectors of 8 floats (elements 0-7, ..., 24-31),
+// before scaling: q for Q8_0, nibble - 8 for Q4_0, nibble for Q4_1.
+struct BlockValues {
+  __m256 v[4];
+};
+
+BlockValues unpack_q8_0(const uint8_t* block) {
+  const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18));
+  return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8)))}};
+}
+
+// 16 bytes of nibbles: low nibbles are elements 0-15, high nibbles 16-31.
+BlockValues unpack_nibbles(const uint8_t* qs, int offset) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(offset));
+  const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), bias);
+  const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), bias);
+  return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))}};
+}
+
+// Block values with scale and offset applied: q * d + m.
+void dequantize_blocks(RowFormat format, const uint8_t* src, float* dst, int64_t num_blocks) {
+  for (int64_t b = 0; b < num_blocks; ++b, dst += 32) {
+    BlockValues q;
+    __m256 d;
+    __m256 m = _mm256_setzero_ps();
+    if (format == RowFormat::kQ8_0) {
+      const uint8_t* block = src + b * 34;
+      d = _mm256_set1_ps(load_f16(block));
+      q = unpack_q8_0(block);
+    } else if (format == RowFormat::kQ4_0) {
+      const uint8_t* block = src + b * 18;
+      d = _mm256_set1_ps(load_f16(block));
+      q = unpack_nibbles(block + 2, 8);
+    } else {
+      const uint8_t* block = src + b * 20;
+      d = _mm256_set1_ps(load_f16(block));
+      m = _mm256_set1_ps(load_f16(block + 2));
+      q = unpack_nibbles(block + 4, 0);
+    }
+    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + 8 * g, _mm256_fmadd_ps(q.v[g], d, m));
+  }
+}
+
+void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
+  switch (format) {
+    case RowFormat::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(k) * sizeof(float));
+      return;
+    case RowFormat::kF16:
+    case RowFormat::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      const bool is_f16 = format == RowFormat::kF16;
+      int64_t i = 0;
+      for (; i + 8 <= k; i += 8) {
+        _mm256_storeu_ps(dst + i, is_f16 ? load_f16x8(h + i) : load_bf16x8(h + i));
+      }
+      for (; i < k; ++i) {
+        dst[i] = is_f16 ? _cvtsh_ss(h[i]) : load_bf16(h[i]);
+      }
+      return;
+    }
+    case RowFormat::kQ8_0:
+    case RowFormat::kQ4_0:
+    case RowFormat::kQ4_1:
+      dequantize_blocks(format, static_cast<const uint8_t*>(src), dst, k / 32);
+      return;
+  }
+}
+
+float dot_blocks(RowFormat format, const uint8_t* row, const float* x, int64_t num_blocks) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < num_blocks; ++b, x += 32) {
+    const __m256 x0 = _mm256_loadu_ps(x);
+    const __m256 x1 = _mm256_loadu_ps(x + 8);
+    const __m256 x2 = _mm256_loadu_ps(x + 16);
+    const __m256 x3 = _mm256_loadu_ps(x + 24);
+    BlockValues q;
+    const uint8_t* block;
+    if (format == RowFormat::kQ8_0) {
+      block = row + b * 34;
+      q = unpack_q8_0(block);
+    } else if (format == RowFormat::kQ4_0) {
+      block = row + b * 18;
+      q = unpack_nibbles(block + 2, 8);
+    } else {
+      block = row + b * 20;
+      q = unpack_nibbles(block + 4, 0);
+    }
+    // sum(q * d * x) = d * sum(q * x); Q4_1 adds m * sum(x).
+    __m256 qx = _mm256_mul_ps(q.v[0], x0);
+    qx = _mm256_fmadd_ps(q.v[1], x1, qx);
+    qx = _mm256_fmadd_ps(q.v[2], x2, qx);
+    qx = _mm256_fmadd_ps(q.v[3], x3, qx);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block)), qx, acc);
+    if (format == RowFormat::kQ4_1) {
+      const __m256 sx = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block + 2)), sx, acc);
+    }
+  }
+  return hsum(acc);
+}
+
+float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
+  switch (format) {
+    case RowFormat::kF32:
+      return dot_f32(static_cast<const float*>(row), x, k);
+    case RowFormat::kF16:
+    case RowFormat::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(row);
+      const bool is_f16 = format == RowFormat::kF16;
+      __m256 acc0 = _mm256_setzero_ps();
+      __m256 acc1 = _mm256_setzero_ps();
+      int64_t i = 0;
+      for (; i + 16 <= k; i += 16) {
+        const __m256 w0 = is_f16 ? load_f16x8(h + i) : load_bf16x8(h + i);
+        const __m256 w1 = is_f16 ? load_f16x8(h + i + 8) : load_bf16x8(h + i + 8);
+        acc0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), acc0);
+        acc1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), acc1);
+      }
+      float sum = hsum(_mm256_add_ps(acc0, acc1));
+      for (; i < k; ++i) {
+        const float w = is_f16 ? _cvtsh_ss(h[i]) : load_bf16(h[i]);
+        sum += w * x[i];
+      }
+      return sum;
+    }
+    case RowFormat::kQ8_0:
+    case RowFormat::kQ4_0:
+    case RowFormat::kQ4_1:
+      return dot_blocks(format, static_cast<const uint8_t*>(row), x, k / 32);
+  }
+  return 0.0f;
+}
+
+// MR x-rows by NR w-rows register tile: 8 lanes of k per step, NR * MR accumulators.
+template <int MR, int NR>
+void gemm_micro(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t k, float* y,
+                int64_t ldy) {
+  __m256 acc[MR][NR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  }
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 wv[NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) wv[j] = _mm256_loadu_ps(w + j * ldw + p);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x + i * ldx + p);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) {
+      float sum = hsum(acc[i][j]);
+      for (int64_t t = p; t < k; ++t) sum += x[i * ldx + t] * w[j * ldw + t];
+      y[i * ldy + j] = sum;
+    }
+  }
+}
+
+void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
+               int64_t k, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      gemm_micro<4, 2>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
+    }
+    if (j < n) gemm_micro<4, 1>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
+  }
+  for (; i < m; ++i) {
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      gemm_micro<1, 2>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
+    }
+    if (j < n) gemm_micro<1, 1>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
+  }
+}
+
+}  // namespace
+
+const IsaKernels& avx2_kernels() {
+  static constexpr IsaKernels kKernels{dot_f32,        axpy_f32, scale_f32,
+                                       dequantize_row, dot_row,  gemm_tile};
+  return kKernels;
+}
+
+}  // namespace lm::kernels
+
+#else  // No AVX2 in this build: isa_supported(kAvx2) is false on such targets, so never used.
+
+namespace lm::kernels {
+const IsaKernels& avx2_kernels() { return scalar_kernels(); }
+}  // namespace lm::kernels
+
+#endif

@@ -1,0 +1,136 @@
+// Scalar reference inner loops: the plain-C++ definition of every per-ISA kernel, and the
+// fallback on CPUs without AVX2. Written for clarity; other ISAs are tested against these.
+#include <cstdint>
+
+#include "base/check.h"
+#include "base/fp16.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+namespace {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void scale_f32(float a, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+// Dequantizes one 32-element block into out.
+void dequantize_block(RowFormat format, const uint8_t* block, float* out) {
+  switch (format) {
+    case RowFormat::kQ8_0: {
+      const float d = quant::load_f16(block);
+      for (int i = 0; i < 32; ++i)
+        out[i] = static_cast<float>(static_cast<int8_t>(block[2 + i])) * d;
+      return;
+    }
+    case RowFormat::kQ4_0: {
+      const float d = quant::load_f16(block);
+      for (int i = 0; i < 16; ++i) {
+        out[i] = static_cast<float>((block[2 + i] & 0x0f) - 8) * d;
+        out[i + 16] = static_cast<float>((block[2 + i] >> 4) - 8) * d;
+      }
+      return;
+    }
+    case RowFormat::kQ4_1: {
+      const float d = quant::load_f16(block);
+      const float m = quant::load_f16(block + 2);
+      for (int i = 0; i < 16; ++i) {
+        out[i] = static_cast<float>(block[4 + i] & 0x0f) * d + m;
+        out[i + 16] = static_cast<float>(block[4 + i] >> 4) * d + m;
+      }
+      return;
+    }
+    default:
+      LM_CHECK_MSG(false, "not a block format");
+  }
+}
+
+void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
+  const auto* bytes = static_cast<const uint8_t*>(src);
+  switch (format) {
+    case RowFormat::kF32: {
+      const auto* f = static_cast<const float*>(src);
+      for (int64_t i = 0; i < k; ++i) dst[i] = f[i];
+      return;
+    }
+    case RowFormat::kF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < k; ++i) dst[i] = fp16_to_fp32(h[i]);
+      return;
+    }
+    case RowFormat::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < k; ++i) dst[i] = bf16_to_fp32(h[i]);
+      return;
+    }
+    case RowFormat::kQ8_0:
+    case RowFormat::kQ4_0:
+    case RowFormat::kQ4_1: {
+      const int64_t block_bytes = row_format_info(format).block_bytes;
+      for (int64_t b = 0; b < k / 32; ++b)
+        dequantize_block(format, bytes + b * block_bytes, dst + b * 32);
+      return;
+    }
+  }
+}
+
+float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
+  switch (format) {
+    case RowFormat::kF32:
+      return dot_f32(static_cast<const float*>(row), x, k);
+    case RowFormat::kF16: {
+      const auto* h = static_cast<const uint16_t*>(row);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < k; ++i) sum += fp16_to_fp32(h[i]) * x[i];
+      return sum;
+    }
+    case RowFormat::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(row);
+      float sum = 0.0f;
+      for (int64_t i = 0; i < k; ++i) sum += bf16_to_fp32(h[i]) * x[i];
+      return sum;
+    }
+    case RowFormat::kQ8_0:
+    case RowFormat::kQ4_0:
+    case RowFormat::kQ4_1: {
+      const auto* bytes = static_cast<const uint8_t*>(row);
+      const int64_t block_bytes = row_format_info(format).block_bytes;
+      float block[32];
+      float sum = 0.0f;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        dequantize_block(format, bytes + b * block_bytes, block);
+        sum += dot_f32(block, x + b * 32, 32);
+      }
+      return sum;
+    }
+  }
+  return 0.0f;
+}
+
+void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
+               int64_t k, float* y, int64_t ldy) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) y[i * ldy + j] = dot_f32(x + i * ldx, w + j * ldw, k);
+  }
+}
+
+}  // namespace
+
+const IsaKernels& scalar_kernels() {
+  static constexpr IsaKernels kKernels{dot_f32,        axpy_f32, scale_f32,
+                                       dequantize_row, dot_row,  gemm_tile};
+  return kKernels;
+}
+
+}  // namespace lm::kernels

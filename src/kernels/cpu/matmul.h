@@ -1,0 +1,18 @@
+// Linear layer on the CPU: Y[m, n] = X[m, k] . W[n, k]^T (+ bias), W rows in any RowFormat.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+
+// w: n rows of k elements in `format`, row j at w + j * w_row_bytes. x: [m, k] fp32 row-major.
+// y: [m, n] fp32 row-major. bias: [n] fp32 or null. Work is split over n across the pool.
+void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
+            int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
+            Isa isa = best_isa());
+
+}  // namespace lm::kernels

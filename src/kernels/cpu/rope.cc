@@ -1,0 +1,42 @@
+// RoPE: cos/sin computed once per token in fp32 (as HF does, not from a cached table in higher
+// precision) and applied to every head of that token.
+#include "kernels/cpu/rope.h"
+
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+
+namespace lm::kernels {
+
+void apply_rope(float* x, const int32_t* positions, const float* inv_freq, int64_t num_tokens,
+                int64_t num_heads, int64_t head_dim, RopeMode mode, float attention_scaling) {
+  LM_CHECK(head_dim > 0 && head_dim % 2 == 0);
+  const int64_t half = head_dim / 2;
+  std::vector<float> cos_table(static_cast<size_t>(half));
+  std::vector<float> sin_table(static_cast<size_t>(half));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const float position = static_cast<float>(positions[t]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = position * inv_freq[i];
+      cos_table[i] = std::cos(angle) * attention_scaling;
+      sin_table[i] = std::sin(angle) * attention_scaling;
+    }
+    for (int64_t h = 0; h < num_heads; ++h) {
+      float* head = x + (t * num_heads + h) * head_dim;
+      // Pair (a, b) -> (a cos - b sin, b cos + a sin), written as HF's x * cos + rotate(x) * sin.
+      const int64_t stride = mode == RopeMode::kNeox ? 1 : 2;
+      const int64_t partner = mode == RopeMode::kNeox ? half : 1;
+      for (int64_t i = 0; i < half; ++i) {
+        float* a = head + i * stride;
+        float* b = a + partner;
+        const float a0 = *a;
+        const float b0 = *b;
+        *a = a0 * cos_table[i] + (-b0) * sin_table[i];
+        *b = b0 * cos_table[i] + a0 * sin_table[i];
+      }
+    }
+  }
+}
+
+}  // namespace lm::kernels

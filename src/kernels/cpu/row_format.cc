@@ -1,0 +1,120 @@
+// Row format table, ISA dispatch for whole-row kernels, and GGML's reference quantizers.
+#include "kernels/cpu/row_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "kernels/cpu/quant_blocks.h"
+
+namespace lm::kernels {
+
+const RowFormatInfo& row_format_info(RowFormat format) {
+  static constexpr RowFormatInfo kF32{"f32", 1, 4};
+  static constexpr RowFormatInfo kF16{"f16", 1, 2};
+  static constexpr RowFormatInfo kBF16{"bf16", 1, 2};
+  static constexpr RowFormatInfo kQ8_0{"q8_0", kQuantBlockSize, quant::kQ8_0Bytes};
+  static constexpr RowFormatInfo kQ4_0{"q4_0", kQuantBlockSize, quant::kQ4_0Bytes};
+  static constexpr RowFormatInfo kQ4_1{"q4_1", kQuantBlockSize, quant::kQ4_1Bytes};
+  switch (format) {
+    case RowFormat::kF32:
+      return kF32;
+    case RowFormat::kF16:
+      return kF16;
+    case RowFormat::kBF16:
+      return kBF16;
+    case RowFormat::kQ8_0:
+      return kQ8_0;
+    case RowFormat::kQ4_0:
+      return kQ4_0;
+    case RowFormat::kQ4_1:
+      return kQ4_1;
+  }
+  LM_CHECK_MSG(false, "unknown RowFormat");
+  return kF32;
+}
+
+int64_t row_bytes(RowFormat format, int64_t k) {
+  const RowFormatInfo& info = row_format_info(format);
+  LM_CHECK(k >= 0 && k % info.block_size == 0);
+  return k / info.block_size * info.block_bytes;
+}
+
+void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k, Isa isa) {
+  LM_CHECK(k % row_format_info(format).block_size == 0);
+  isa_kernels(isa).dequantize_row(format, src, dst, k);
+}
+
+float dot_row(RowFormat format, const void* row, const float* x, int64_t k, Isa isa) {
+  LM_CHECK(k % row_format_info(format).block_size == 0);
+  return isa_kernels(isa).dot_row(format, row, x, k);
+}
+
+void quantize_row_q8_0(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQuantBlockSize; ++i) amax = std::max(amax, std::fabs(src[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* block = out + b * quant::kQ8_0Bytes;
+    quant::store_f16(block, d);
+    for (int i = 0; i < kQuantBlockSize; ++i) {
+      block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::round(src[i] * id)));
+    }
+  }
+}
+
+void quantize_row_q4_0(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
+    // NOTE: GGML keeps the sign of the largest-magnitude value and maps it to -8, so that value
+    // is exact and the asymmetric range [-8, 7] is used on the side that needs it.
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int i = 0; i < kQuantBlockSize; ++i) {
+      if (std::fabs(src[i]) > amax) {
+        amax = std::fabs(src[i]);
+        max = src[i];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* block = out + b * quant::kQ4_0Bytes;
+    quant::store_f16(block, d);
+    for (int i = 0; i < kQuantBlockSize / 2; ++i) {
+      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(src[i] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(src[i + 16] * id + 8.5f)));
+      block[2 + i] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
+    float min = src[0];
+    float max = src[0];
+    for (int i = 1; i < kQuantBlockSize; ++i) {
+      min = std::min(min, src[i]);
+      max = std::max(max, src[i]);
+    }
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* block = out + b * quant::kQ4_1Bytes;
+    quant::store_f16(block, d);
+    quant::store_f16(block + 2, min);
+    for (int i = 0; i < kQuantBlockSize / 2; ++i) {
+      const int lo =
+          std::min(15, static_cast<int>(static_cast<int8_t>((src[i] - min) * id + 0.5f)));
+      const int hi =
+          std::min(15, static_cast<int>(static_cast<int8_t>((src[i + 16] - min) * id + 0.5f)));
+      block[4 + i] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+}  // namespace lm::kernels

@@ -1,0 +1,43 @@
+// Weight row formats (fp32, fp16, bf16 and GGML's Q8_0/Q4_0/Q4_1 blocks): their block geometry,
+// and whole-row conversion and dot product against fp32 activations with fp32 accumulation.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/isa.h"
+
+namespace lm::kernels {
+
+enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
+
+// A row of k elements is k / block_size blocks of block_bytes each (block_size 1 for the
+// float formats). Quantized layouts are GGML's, byte for byte:
+//   Q8_0: {fp16 d; int8 qs[32]}            value = qs[i] * d
+//   Q4_0: {fp16 d; uint8 qs[16]}           value = (nibble - 8) * d
+//   Q4_1: {fp16 d; fp16 m; uint8 qs[16]}   value = nibble * d + m
+// where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble.
+struct RowFormatInfo {
+  const char* name;
+  int64_t block_size;
+  int64_t block_bytes;
+};
+
+inline constexpr int64_t kQuantBlockSize = 32;
+
+const RowFormatInfo& row_format_info(RowFormat format);
+
+// Bytes of one row of k elements; k must be a multiple of the block size.
+int64_t row_bytes(RowFormat format, int64_t k);
+
+// dst[0, k) = the row's values as fp32.
+void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k, Isa isa = best_isa());
+
+// sum_i row[i] * x[i] in fp32; quantized rows are dequantized on the fly (x stays fp32).
+float dot_row(RowFormat format, const void* row, const float* x, int64_t k, Isa isa = best_isa());
+
+// GGML's reference quantizers (k a multiple of 32). Used to make test data and by converters.
+void quantize_row_q8_0(const float* src, void* dst, int64_t k);
+void quantize_row_q4_0(const float* src, void* dst, int64_t k);
+void quantize_row_q4_1(const float* src, void* dst, int64_t k);
+
+}  // namespace lm::kernels

@@ -1,0 +1,91 @@
+#include "loader/weight_store.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/text_file.h"
+#include "loader/gguf_file.h"
+#include "loader/safetensors_file.h"
+
+namespace lm {
+
+WeightStore::WeightStore() = default;
+WeightStore::WeightStore(WeightStore&&) noexcept = default;
+WeightStore& WeightStore::operator=(WeightStore&&) noexcept = default;
+WeightStore::~WeightStore() = default;
+
+const Tensor* WeightStore::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
+  WeightStore store;
+  store.origin_ = gguf->path();
+  for (const GgufTensorInfo& info : gguf->tensor_infos())
+    store.tensors_.emplace(info.name, gguf->tensor(info));
+  store.owners_.push_back(std::move(gguf));
+  return store;
+}
+
+Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
+  WeightStore store;
+  store.origin_ = dir;
+  const std::string single = dir + "/model.safetensors";
+  const std::string index_path = dir + "/model.safetensors.index.json";
+  std::vector<std::string> shard_names;
+  nlohmann::json weight_map;
+  if (file_exists(index_path)) {
+    LM_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path, 64ull << 20));
+    auto index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
+        !index["weight_map"].is_object()) {
+      return Error{index_path + ": not a safetensors index (needs an object \"weight_map\")"};
+    }
+    weight_map = index["weight_map"];
+    std::set<std::string> unique;
+    for (const auto& [name, file] : weight_map.items()) {
+      if (!file.is_string())
+        return Error{index_path + ": weight_map['" + name + "'] is not a file name"};
+      const auto shard = file.get<std::string>();
+      if (shard.empty() || shard.find('/') != std::string::npos ||
+          shard.find("..") != std::string::npos) {
+        return Error{index_path + ": shard name '" + shard + "' must be a plain file name"};
+      }
+      if (unique.insert(shard).second) shard_names.push_back(shard);
+    }
+  } else if (file_exists(single)) {
+    shard_names.push_back("model.safetensors");
+  } else {
+    return Error{dir +
+                 ": no model.safetensors or model.safetensors.index.json (only safetensors "
+                 "weights are supported here)"};
+  }
+
+  for (const std::string& shard : shard_names) {
+    LM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir + "/" + shard));
+    auto owned = std::make_shared<SafetensorsFile>(std::move(file));
+    for (const auto& [name, tensor] : owned->tensors()) {
+      if (!weight_map.is_null()) {
+        auto it = weight_map.find(name);
+        if (it == weight_map.end() || it->get<std::string>() != shard)
+          continue;  // not indexed here
+      }
+      if (!store.tensors_.emplace(name, tensor).second) {
+        return Error{dir + ": tensor '" + name + "' appears in more than one shard"};
+      }
+    }
+    store.owners_.push_back(std::move(owned));
+  }
+  if (!weight_map.is_null()) {
+    for (const auto& [name, shard] : weight_map.items()) {
+      if (store.find(name) == nullptr) {
+        return Error{index_path + ": tensor '" + name + "' is listed for " +
+                     shard.get<std::string>() + " but that shard does not contain it"};
+      }
+    }
+  }
+  return store;
+}
+
+}  // namespace lm

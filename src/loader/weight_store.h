@@ -1,0 +1,42 @@
+// WeightStore: every named weight tensor of a model, as views into memory-mapped files (one
+// GGUF, or one or more safetensors shards). Owns the mappings, so the views live as long as it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "tensor/tensor.h"
+
+namespace lm {
+
+class GgufFile;
+class SafetensorsFile;
+
+class WeightStore {
+ public:
+  WeightStore();
+  WeightStore(WeightStore&&) noexcept;
+  WeightStore& operator=(WeightStore&&) noexcept;
+  ~WeightStore();
+
+  // A Hugging Face model folder: model.safetensors, or the shards named by
+  // model.safetensors.index.json.
+  static Result<WeightStore> from_hf_folder(const std::string& dir);
+  // Takes the tensors of an already opened GGUF file (shared with the config and vocab readers).
+  static WeightStore from_gguf(std::shared_ptr<const GgufFile> gguf);
+
+  const Tensor* find(const std::string& name) const;
+  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
+  // Where the weights came from, for error messages.
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::vector<std::shared_ptr<const void>> owners_;  // keeps the mappings alive
+  std::map<std::string, Tensor> tensors_;
+  std::string origin_;
+};
+
+}  // namespace lm

@@ -1,0 +1,60 @@
+// The Llama-family decoder (Llama 1/2/3, Mistral, Qwen2) on the CPU: embedding, N x (RMSNorm,
+// attention with RoPE over a KV cache, RMSNorm, SwiGLU MLP), final norm, LM head.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "loader/weight_store.h"
+#include "model/llama_weights.h"
+#include "model/model_config.h"
+#include "tensor/tensor.h"
+
+namespace lm {
+
+class GgufFile;
+
+// K/V memory of one sequence, owned by the runtime: per layer a [capacity, num_kv_heads *
+// head_dim] fp32 tensor for keys and one for values, indexed by position.
+struct KvCacheView {
+  std::vector<Tensor> k;
+  std::vector<Tensor> v;
+  int64_t capacity() const { return k.empty() ? 0 : k[0].dim(0); }
+};
+
+class LlamaModel {
+ public:
+  // `path` is a GGUF file or a Hugging Face model folder (config.json + safetensors).
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  // The GGUF file the model came from (for its tokenizer), or null for HF folders.
+  const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
+
+  // Runs `token_ids` at positions [first_position, first_position + n), appending their K/V to
+  // `kv`. Writes logits [rows, vocab_size] for the last token (rows = 1) or for every token
+  // (rows = n) when all_logits.
+  void forward(std::span<const int32_t> token_ids, int64_t first_position, KvCacheView& kv,
+               bool all_logits, std::vector<float>& logits, ThreadPool& pool);
+
+ private:
+  struct Workspace {
+    int64_t num_tokens = 0;
+    Buffer x, normed, q, attn, gate, up;
+  };
+  LlamaModel() = default;
+  void resize_workspace(int64_t num_tokens);
+
+  ModelConfig config_;
+  std::shared_ptr<const GgufFile> gguf_;
+  WeightStore store_;
+  LlamaWeights weights_;
+  Workspace ws_;
+};
+
+}  // namespace lm

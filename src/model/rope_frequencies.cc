@@ -1,0 +1,79 @@
+#include "model/rope_frequencies.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace lm {
+namespace {
+
+// 1 / base^(2i/dim) in fp32, as torch computes `1.0 / (base ** (arange(0, dim, 2).float() / dim))`.
+std::vector<float> default_inv_freq(double base, int64_t dim) {
+  std::vector<float> inv_freq(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
+    inv_freq[static_cast<size_t>(i)] = 1.0f / std::pow(static_cast<float>(base), exponent);
+  }
+  return inv_freq;
+}
+
+}  // namespace
+
+RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
+                                 const std::vector<float>& freq_factors) {
+  const RopeConfig& rope = config.rope;
+  const int64_t dim = config.head_dim;
+  RopeFrequencies out;
+  switch (rope.type) {
+    case RopeType::kDefault:
+      out.inv_freq = default_inv_freq(rope.theta, dim);
+      break;
+    case RopeType::kLinear:
+      out.inv_freq = default_inv_freq(rope.theta, dim);
+      for (float& f : out.inv_freq) f /= static_cast<float>(rope.factor);
+      break;
+    case RopeType::kDynamic: {
+      // NTK-aware: past the trained length the base grows with the sequence (HF semantics:
+      // recomputed per forward from the furthest position it reaches).
+      const int64_t trained = rope.original_max_position_embeddings > 0
+                                  ? rope.original_max_position_embeddings
+                                  : config.max_position_embeddings;
+      double base = rope.theta;
+      if (seq_len > trained) {
+        const double ratio =
+            rope.factor * static_cast<double>(seq_len) / static_cast<double>(trained) -
+            (rope.factor - 1);
+        base =
+            rope.theta * std::pow(ratio, static_cast<double>(dim) / static_cast<double>(dim - 2));
+      }
+      out.inv_freq = default_inv_freq(base, dim);
+      break;
+    }
+    case RopeType::kLlama3: {
+      // Long wavelengths are slowed by `factor`, short ones kept, the band between interpolated.
+      out.inv_freq = default_inv_freq(rope.theta, dim);
+      const auto old_len = static_cast<float>(rope.original_max_position_embeddings);
+      const auto factor = static_cast<float>(rope.factor);
+      const auto low = static_cast<float>(rope.low_freq_factor);
+      const auto high = static_cast<float>(rope.high_freq_factor);
+      const float low_freq_wavelen = old_len / low;
+      const float high_freq_wavelen = old_len / high;
+      for (float& f : out.inv_freq) {
+        const float wavelen = 2.0f * std::numbers::pi_v<float> / f;
+        float scaled = wavelen > low_freq_wavelen ? f / factor : f;
+        if (!(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen)) {
+          const float smooth = (old_len / wavelen - low) / (high - low);
+          scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
+        }
+        f = scaled;
+      }
+      break;
+    }
+  }
+  if (!freq_factors.empty()) {
+    for (size_t i = 0; i < out.inv_freq.size() && i < freq_factors.size(); ++i)
+      out.inv_freq[i] /= freq_factors[i];
+  }
+  return out;
+}
+
+}  // namespace lm

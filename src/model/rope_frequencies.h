@@ -1,0 +1,23 @@
+// Rotary inverse frequencies for every supported scaling, computed as HF transformers does
+// (fp32), so rotated queries and keys match the reference bit for bit where possible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace lm {
+
+struct RopeFrequencies {
+  std::vector<float> inv_freq;  // [head_dim / 2]
+  float attention_scaling = 1.0f;
+};
+
+// `seq_len` is the length the current forward pass reaches (last position + 1); only dynamic
+// NTK scaling depends on it. `freq_factors` (GGUF's rope_freqs.weight) divides the base
+// frequencies when non-empty.
+RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
+                                 const std::vector<float>& freq_factors = {});
+
+}  // namespace lm

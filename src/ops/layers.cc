@@ -1,0 +1,51 @@
+#include "ops/layers.h"
+
+#include <cmath>
+
+#include "kernels/cpu/activations.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+
+namespace lm::ops {
+
+void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps) {
+  LM_CHECK(x.rank() == 2 && x.shape == y.shape && x.dtype == DType::kF32 && y.dtype == DType::kF32);
+  kernels::rms_norm(x.as<float>(), weight, y.as<float>(), x.dim(0), x.dim(1), eps);
+}
+
+void silu_mul(Tensor& gate, const Tensor& up) {
+  LM_CHECK(gate.shape == up.shape && gate.dtype == DType::kF32 && up.dtype == DType::kF32);
+  kernels::silu_mul(gate.as<float>(), up.as<float>(), gate.as<float>(), gate.numel());
+}
+
+void add(Tensor& y, const Tensor& x) {
+  LM_CHECK(y.shape == x.shape && y.dtype == DType::kF32 && x.dtype == DType::kF32);
+  kernels::add_inplace(y.as<float>(), x.as<float>(), y.numel());
+}
+
+void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* inv_freq,
+          RopeMode mode, float attention_scaling) {
+  LM_CHECK(x.rank() == 2 && x.dtype == DType::kF32 && x.dim(1) % head_dim == 0);
+  kernels::apply_rope(
+      x.as<float>(), positions, inv_freq, x.dim(0), x.dim(1) / head_dim, head_dim,
+      mode == RopeMode::kNeox ? kernels::RopeMode::kNeox : kernels::RopeMode::kInterleaved,
+      attention_scaling);
+}
+
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
+               int64_t head_dim, int64_t first_position, ThreadPool& pool) {
+  LM_CHECK(q.rank() == 2 && out.shape == q.shape && k_cache.shape == v_cache.shape &&
+           k_cache.rank() == 2);
+  const int64_t num_tokens = q.dim(0);
+  LM_CHECK(first_position + num_tokens <= k_cache.dim(0));
+  LM_CHECK(q.dim(1) % head_dim == 0 && k_cache.dim(1) % head_dim == 0);
+  const int64_t num_heads = q.dim(1) / head_dim, num_kv_heads = k_cache.dim(1) / head_dim;
+  LM_CHECK(num_heads % num_kv_heads == 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  kernels::attention_causal(q.as<float>(), k_cache.as<float>(), v_cache.as<float>(),
+                            out.as<float>(), num_tokens, num_heads, num_kv_heads, head_dim,
+                            k_cache.dim(1), first_position, scale, pool);
+}
+
+}  // namespace lm::ops

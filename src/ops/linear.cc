@@ -1,0 +1,76 @@
+#include "ops/linear.h"
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::ops {
+namespace {
+
+std::optional<kernels::RowFormat> row_format(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return kernels::RowFormat::kF32;
+    case DType::kF16:
+      return kernels::RowFormat::kF16;
+    case DType::kBF16:
+      return kernels::RowFormat::kBF16;
+    case DType::kQ8_0:
+      return kernels::RowFormat::kQ8_0;
+    case DType::kQ4_0:
+      return kernels::RowFormat::kQ4_0;
+    case DType::kQ4_1:
+      return kernels::RowFormat::kQ4_1;
+    default:
+      return std::nullopt;
+  }
+}
+
+kernels::RowFormat checked_format(const Tensor& w) {
+  auto format = row_format(w.dtype);
+  LM_CHECK_MSG(format.has_value(), "weight dtype without a CPU kernel");
+  return *format;
+}
+
+}  // namespace
+
+bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
+
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool) {
+  LM_CHECK(x.device == Device::kCpu && w.device == Device::kCpu && y.device == Device::kCpu);
+  LM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
+  LM_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2);
+  const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
+  LM_CHECK(w.dim(1) == k && y.dim(0) == m && y.dim(1) == n);
+  const float* bias_data = nullptr;
+  if (!bias.empty()) {
+    LM_CHECK(bias.dtype == DType::kF32 && bias.numel() == n);
+    bias_data = bias.as<float>();
+  }
+  kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
+                  pool, bias_data);
+}
+
+void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {
+  LM_CHECK(table.rank() == 2 && out.rank() == 2 && out.dtype == DType::kF32);
+  const int64_t rows = table.dim(0), k = table.dim(1);
+  LM_CHECK(out.dim(0) == num_ids && out.dim(1) == k);
+  const auto format = checked_format(table);
+  const auto* base = static_cast<const uint8_t*>(table.data);
+  for (int64_t i = 0; i < num_ids; ++i) {
+    LM_CHECK_MSG(ids[i] >= 0 && ids[i] < rows, "token id outside the embedding table");
+    kernels::dequantize_row(format, base + ids[i] * table.row_bytes(), out.as<float>() + i * k, k);
+  }
+}
+
+std::vector<float> to_f32(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const int64_t k = t.shape.back();
+  const int64_t rows = t.numel() / k;
+  const auto format = checked_format(t);
+  const auto* base = static_cast<const uint8_t*>(t.data);
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::dequantize_row(format, base + r * t.row_bytes(), out.data() + r * k, k);
+  return out;
+}
+
+}  // namespace lm::ops

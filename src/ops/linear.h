@@ -1,0 +1,25 @@
+// Operators that read weight rows in their stored format: linear layers and embedding lookup.
+// They check shapes and dtypes, then switch on the device (CPU only for now).
+#pragma once
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "tensor/tensor.h"
+
+#include <vector>
+
+namespace lm::ops {
+
+// True when the kernels can compute with weights of this dtype.
+bool supports_weight_dtype(DType dtype);
+
+// y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool);
+
+// out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).
+void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out);
+
+// A weight's rows as fp32 (for norms and biases stored in F16/BF16).
+std::vector<float> to_f32(const Tensor& t);
+
+}  // namespace lm::ops

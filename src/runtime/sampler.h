@@ -1,0 +1,43 @@
+// Chooses one sequence's next token from its logits: TGI's processor chain (spec §10), then argmax
+// or a seeded draw, plus the reported logprob and top-n alternatives. Owns the sequence's
+// generator and token counts, so a step costs O(vocab), not O(vocab * length).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/sampled_token.h"
+#include "engine/sampling_params.h"
+#include "runtime/logits_processors.h"
+#include "runtime/random.h"
+
+namespace lm {
+
+class Sampler {
+ public:
+  Sampler(const SamplingParams& params, std::span<const int32_t> prompt_ids);
+
+  // Records a token appended to the sequence (counted by the penalties from the next step on).
+  void observe(int32_t id);
+
+  // Processes `logits` in place (they end as the processed scores) and picks the next token.
+  // NaN logits count as -inf; if every logit is -inf the answer is id 0 with logprob -inf.
+  SampleResult sample(std::span<float> logits);
+
+  // Whether the choice is random: do_sample, or any warper set (TGI flips to sampling then).
+  bool is_random() const { return is_random_; }
+
+ private:
+  int32_t draw(std::span<const float> scores, const LogSoftmax& norm);
+  std::vector<TokenLogprob> top_tokens(std::span<const float> scores, const LogSoftmax& norm);
+
+  SamplingParams params_;
+  bool is_random_;
+  Random random_;
+  TokenCountMap counts_;  // prompt + observed ids
+  int64_t num_ids_ = 0;
+  ProcessorScratch scratch_;
+};
+
+}  // namespace lm

@@ -1,0 +1,104 @@
+// The launcher's settings: TGI's flags (each with its environment twin, bound in app/), their
+// defaults, the values derived from the model when unset, and TGI's cross-checks and messages.
+// Flags whose feature is not built yet are refused here with a message saying so.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace lm {
+
+struct LauncherArgs {
+  std::string model_id = "bigscience/bloom-560m";
+  std::optional<std::string> revision;
+  int64_t validation_workers = 2;
+  std::optional<std::string> sharded;  // "true"/"false"
+  std::optional<int64_t> num_shard;
+  std::optional<std::string> quantize;
+  std::optional<int64_t> speculate;
+  std::optional<std::string> dtype;
+  std::optional<std::string> kv_cache_dtype;
+  bool trust_remote_code = false;
+  int64_t max_concurrent_requests = 128;
+  int64_t max_best_of = 2;
+  int64_t max_stop_sequences = 4;
+  int64_t max_top_n_tokens = 5;
+  std::optional<int64_t> max_input_tokens;
+  std::optional<int64_t> max_input_length;
+  std::optional<int64_t> max_total_tokens;
+  double waiting_served_ratio = 0.3;
+  std::optional<int64_t> max_batch_prefill_tokens;
+  std::optional<int64_t> max_batch_total_tokens;
+  int64_t max_waiting_tokens = 20;
+  std::optional<int64_t> max_batch_size;
+  std::optional<std::string> cuda_graphs;
+  std::string hostname = "0.0.0.0";
+  int64_t port = 3000;
+  int64_t prometheus_port = 9000;
+  std::string shard_uds_path = "/tmp/text-generation-server";
+  std::string master_addr = "localhost";
+  int64_t master_port = 29500;
+  std::optional<std::string> huggingface_hub_cache;
+  std::optional<std::string> weights_cache_override;
+  bool disable_custom_kernels = false;
+  double cuda_memory_fraction = 1.0;
+  std::optional<std::string> rope_scaling;
+  std::optional<double> rope_factor;
+  bool json_output = false;
+  std::optional<std::string> otlp_endpoint;
+  std::string otlp_service_name = "text-generation-inference.router";
+  std::vector<std::string> cors_allow_origin;
+  std::optional<std::string> api_key;
+  std::optional<double> watermark_gamma;
+  std::optional<double> watermark_delta;
+  bool ngrok = false;
+  std::optional<std::string> ngrok_authtoken;
+  std::optional<std::string> ngrok_edge;
+  std::optional<std::string> tokenizer_config_path;
+  bool disable_grammar_support = false;
+  int64_t max_client_batch_size = 4;
+  std::optional<std::string> lora_adapters;
+  std::string usage_stats = "on";
+  int64_t payload_limit = 2000000;
+  bool enable_prefill_logprobs = false;
+  int64_t graceful_termination_timeout = 90;
+  // Ours (no TGI twin): compute threads and the share of available RAM the KV cache may use
+  // when max_batch_total_tokens is inferred.
+  int64_t num_threads = 0;
+  double kv_cache_memory_fraction = 0.5;
+  std::string device = "cpu";
+};
+
+// What the model contributes to the derived defaults.
+struct ModelLimits {
+  int64_t max_position_embeddings = 0;
+  int64_t kv_bytes_per_token = 0;  // all layers, keys and values
+};
+
+// The settings the server runs with, every limit resolved.
+struct ServeSettings {
+  int64_t max_input_tokens = 0;
+  int64_t max_total_tokens = 0;
+  int64_t max_batch_prefill_tokens = 0;
+  int64_t max_batch_total_tokens = 0;
+  std::optional<int64_t> max_batch_size;
+  bool max_batch_total_tokens_inferred = false;
+};
+
+// Refuses flags whose feature is not built and checks the rules that need no model (TGI's
+// launcher checks). Returns warnings to log for accepted flags that have no effect here.
+Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& args);
+
+// Derives unset limits from the model and available memory, then applies TGI's router checks.
+// `available_memory_bytes` is the RAM the process may use for the KV cache before the fraction.
+Result<ServeSettings> derive_serve_settings(const LauncherArgs& args, const ModelLimits& model,
+                                            uint64_t available_memory_bytes);
+
+// MemAvailable from /proc/meminfo, in bytes (0 if unknown).
+uint64_t available_memory_bytes();
+
+}  // namespace lm

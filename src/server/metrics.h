@@ -1,0 +1,50 @@
+// A small Prometheus registry with TGI's exposition rules: counters without a _total suffix,
+// series that appear only after their first recording, histograms with fixed buckets, one label
+// per labelled series. Thread-safe (HTTP threads and the engine thread record concurrently).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lm {
+
+class Metrics {
+ public:
+  // Buckets TGI configures: durations are 35 geometric bounds 0.0001 * 1.5^k; `max` / 100 steps
+  // for token counts.
+  static std::vector<double> duration_buckets();
+  static std::vector<double> linear_buckets(double max, int count = 100);
+
+  void describe(const std::string& name, const std::string& help);
+  // Histograms need their buckets declared once before observe().
+  void set_buckets(const std::string& name, std::vector<double> bounds);
+
+  // `label` is "" or one `key="value"` pair, e.g. `err="validation"`.
+  void increment(const std::string& name, const std::string& label = "", double by = 1);
+  void set_gauge(const std::string& name, double value);
+  void add_gauge(const std::string& name, double delta);
+  void observe(const std::string& name, double value, const std::string& label = "");
+
+  // Prometheus text exposition (version 0.0.4).
+  std::string render() const;
+  // For tests: the current value of a counter or gauge series (0 when absent).
+  double value(const std::string& name, const std::string& label = "") const;
+
+ private:
+  struct Histogram {
+    std::vector<uint64_t> counts;  // per bound, non-cumulative
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> help_;
+  std::map<std::string, std::vector<double>> bounds_;
+  std::map<std::string, std::map<std::string, double>> counters_;  // name -> label -> value
+  std::map<std::string, double> gauges_;
+  std::map<std::string, std::map<std::string, Histogram>> histograms_;
+};
+
+}  // namespace lm

@@ -1,0 +1,90 @@
+// Decoders of tokenizer.json (HF `decoders`): turn token strings back into text. Each step
+// rewrites the list of token strings (decode_chain); the result is their concatenation.
+// ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lm {
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // Whether <0xXX> tokens are decoded as runs of bytes (a later byte can change earlier text).
+  virtual bool has_byte_fallback() const { return false; }
+};
+
+// Maps byte-alphabet characters back to bytes (tokens with other characters pass through as
+// their UTF-8 bytes) and joins everything into one lossy UTF-8 string.
+class ByteLevelDecoder : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+};
+
+class ReplaceDecoder : public Decoder {
+ public:
+  ReplaceDecoder(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  std::string from_, to_;
+};
+
+// Runs of <0xXX> tokens become their bytes when those form valid UTF-8, else one U+FFFD per byte.
+class ByteFallbackDecoder : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+  bool has_byte_fallback() const override { return true; }
+};
+
+class FuseDecoder : public Decoder {
+ public:
+  void decode_chain(std::vector<std::string>& tokens) const override;
+};
+
+// Removes up to `start` leading and `stop` trailing `content` characters from each token.
+class StripDecoder : public Decoder {
+ public:
+  StripDecoder(std::string content, size_t start, size_t stop)
+      : content_(std::move(content)), start_(start), stop_(stop) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  std::string content_;  // one character
+  size_t start_, stop_;
+};
+
+// replacement -> ' ', dropping the prefix replacement of the first token unless prepend is off.
+class MetaspaceDecoder : public Decoder {
+ public:
+  MetaspaceDecoder(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  void decode_chain(std::vector<std::string>& tokens) const override;
+
+ private:
+  std::string replacement_;
+  bool strip_first_;
+};
+
+class SequenceDecoder : public Decoder {
+ public:
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps)
+      : steps_(std::move(steps)) {}
+  void decode_chain(std::vector<std::string>& tokens) const override {
+    for (const auto& step : steps_) step->decode_chain(tokens);
+  }
+  bool has_byte_fallback() const override {
+    for (const auto& step : steps_) {
+      if (step->has_byte_fallback()) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Decoder>> steps_;
+};
+
+}  // namespace lm

@@ -1,0 +1,159 @@
+#include "tokenizer/tokenizer.h"
+
+#include <cctype>
+
+#include "tokenizer/tokenizer_parts.h"
+#include "tokenizer/utf8.h"
+
+namespace lm {
+
+Tokenizer::Tokenizer(std::unique_ptr<TokenizerParts> parts) : parts_(std::move(parts)) {}
+Tokenizer::~Tokenizer() = default;
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_parts(std::unique_ptr<TokenizerParts> parts) {
+  if (!parts->model) return Error{"the tokenizer has no model"};
+  constexpr int64_t kMaxVocab = int64_t{1} << 24;
+  int64_t size = 0;
+  for (const auto& [token, id] : parts->model->vocab()) {
+    if (id < 0 || id >= kMaxVocab) {
+      return Error{"token '" + token + "' has the id " + std::to_string(id) +
+                   ", outside [0, 2^24)"};
+    }
+    size = std::max<int64_t>(size, id + 1);
+  }
+  for (const AddedToken& token : parts->added_tokens) {
+    if (token.id < 0 || token.id >= kMaxVocab) {
+      return Error{"added token '" + token.content + "' has the id " + std::to_string(token.id) +
+                   ", outside [0, 2^24)"};
+    }
+    size = std::max<int64_t>(size, token.id + 1);
+  }
+  parts->id_to_token.assign(size, "");
+  parts->special.assign(size, false);
+  for (const auto& [token, id] : parts->model->vocab()) parts->id_to_token[id] = token;
+  for (const AddedToken& token : parts->added_tokens) {
+    parts->id_to_token[token.id] = token.content;
+    parts->special[token.id] = token.special;
+    parts->added_by_content.emplace(token.content, token.id);
+  }
+  for (const auto* id : {&parts->bos_id, &parts->eos_id}) {
+    if (*id && (**id < 0 || **id >= size)) {
+      return Error{"the special token id " + std::to_string(**id) + " is outside the vocabulary"};
+    }
+  }
+  for (const auto* list : {&parts->prefix_ids, &parts->suffix_ids}) {
+    for (int32_t id : *list) {
+      if (id < 0 || id >= size) {
+        return Error{"the post-processor adds the id " + std::to_string(id) +
+                     ", which is outside the vocabulary"};
+      }
+    }
+  }
+  parts->byte_fallback.assign(size, false);
+  if (parts->decoder && parts->decoder->has_byte_fallback()) {
+    for (int64_t id = 0; id < size; ++id) {
+      const std::string& t = parts->id_to_token[id];
+      parts->byte_fallback[id] = t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+                                 std::isxdigit(static_cast<unsigned char>(t[3])) &&
+                                 std::isxdigit(static_cast<unsigned char>(t[4]));
+    }
+  }
+  parts->raw_matcher = std::make_unique<AddedTokenMatcher>(parts->added_tokens, false);
+  parts->normalized_matcher = std::make_unique<AddedTokenMatcher>(parts->added_tokens, true);
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(parts)));
+}
+
+void Tokenizer::encode_plain(std::string_view segment, bool at_origin,
+                             std::vector<int32_t>& ids) const {
+  std::string text(segment);
+  if (parts_->normalizer) parts_->normalizer->normalize(text);
+  std::vector<TextSegment> normalized_segments;
+  if (parts_->normalized_matcher->empty()) {
+    normalized_segments.push_back({text, -1});
+  } else {
+    parts_->normalized_matcher->split(text, normalized_segments);
+  }
+  for (const TextSegment& seg : normalized_segments) {
+    if (seg.id >= 0) {
+      ids.push_back(seg.id);
+      continue;
+    }
+    std::vector<Piece> pieces;
+    pieces.push_back({std::string(seg.text), at_origin && seg.text.data() == text.data()});
+    if (parts_->pre_tokenizer) parts_->pre_tokenizer->pre_tokenize(pieces);
+    for (const Piece& piece : pieces) parts_->model->tokenize(piece.text, ids);
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  std::string valid;
+  if (!is_valid_utf8(text)) {
+    valid = utf8_lossy(text);
+    text = valid;
+  }
+  std::vector<int32_t> ids;
+  if (add_special_tokens) ids = parts_->prefix_ids;
+  std::vector<TextSegment> segments;
+  parts_->raw_matcher->split(text, segments);
+  for (const TextSegment& seg : segments) {
+    if (seg.id >= 0) {
+      ids.push_back(seg.id);
+    } else {
+      encode_plain(seg.text, seg.text.data() == text.data(), ids);
+    }
+  }
+  if (add_special_tokens)
+    ids.insert(ids.end(), parts_->suffix_ids.begin(), parts_->suffix_ids.end());
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size()) continue;
+    if (skip_special_tokens && parts_->special[id]) continue;
+    tokens.push_back(parts_->id_to_token[id]);
+  }
+  if (!parts_->decoder) {
+    std::string joined;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (i > 0) joined += ' ';
+      joined += tokens[i];
+    }
+    return joined;
+  }
+  parts_->decoder->decode_chain(tokens);
+  std::string out;
+  for (const std::string& token : tokens) out += token;
+  return out;
+}
+
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(parts_->id_to_token.size()); }
+std::optional<int32_t> Tokenizer::bos_id() const { return parts_->bos_id; }
+std::optional<int32_t> Tokenizer::eos_id() const { return parts_->eos_id; }
+
+bool Tokenizer::is_special(int32_t id) const {
+  return id >= 0 && id < vocab_size() && parts_->special[id];
+}
+
+std::string_view Tokenizer::token_text(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return parts_->id_to_token[id];
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (auto it = parts_->added_by_content.find(std::string(token));
+      it != parts_->added_by_content.end()) {
+    return it->second;
+  }
+  return parts_->model->token_to_id(token);
+}
+
+const std::string& Tokenizer::chat_template() const { return parts_->chat_template; }
+
+bool Tokenizer::is_byte_fallback_token(int32_t id) const {
+  return id >= 0 && id < vocab_size() && parts_->byte_fallback[id];
+}
+
+}  // namespace lm

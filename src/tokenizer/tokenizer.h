@@ -1,0 +1,62 @@
+// lm::Tokenizer: text <-> token ids for HF tokenizer.json BPE files (byte-level and
+// SentencePiece-style) and for the same vocabularies read from GGUF metadata, with the same ids
+// as HF `tokenizers`. Immutable after loading; all const methods are safe to call concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "tokenizer/gguf_vocab.h"
+
+namespace lm {
+
+struct TokenizerParts;  // the pipeline (tokenizer_parts.h)
+
+class Tokenizer {
+ public:
+  // tokenizer_config_json_path may be "" or name a missing file; it supplies bos/eos tokens and
+  // the chat template.
+  static Result<std::unique_ptr<Tokenizer>> from_tokenizer_json(
+      const std::string& tokenizer_json_path, const std::string& tokenizer_config_json_path);
+  // Same as from_tokenizer_json, from the file contents (config_json may be empty).
+  static Result<std::unique_ptr<Tokenizer>> from_json_strings(std::string_view tokenizer_json,
+                                                              std::string_view config_json);
+  static Result<std::unique_ptr<Tokenizer>> from_gguf_vocab(const GgufVocab& vocab);
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // add_special_tokens: the post-processor's BOS/EOS, as HF does. Added and special tokens written
+  // in the text are always recognized. Invalid UTF-8 in text is read as U+FFFD.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // Ids outside the vocabulary are skipped.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+
+  int32_t vocab_size() const;
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  bool is_special(int32_t id) const;
+  // The vocabulary spelling of a token ("" for ids outside the vocabulary).
+  std::string_view token_text(int32_t id) const;
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  const std::string& chat_template() const;
+  // A <0xXX> token that the decoder turns into a raw byte (SentencePiece byte fallback). Runs of
+  // them decode as one byte string, so a later byte can change the text of earlier ones.
+  bool is_byte_fallback_token(int32_t id) const;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<TokenizerParts> parts);
+  static Result<std::unique_ptr<Tokenizer>> from_parts(std::unique_ptr<TokenizerParts> parts);
+  void encode_plain(std::string_view segment, bool at_origin, std::vector<int32_t>& ids) const;
+
+  std::unique_ptr<TokenizerParts> parts_;
+};
+
+}  // namespace lm

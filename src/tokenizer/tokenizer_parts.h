@@ -1,0 +1,38 @@
+// The pieces a Tokenizer is assembled from; filled by the tokenizer.json and GGUF loaders.
+// Internal to the tokenizer library.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace lm {
+
+struct TokenizerParts {
+  std::unique_ptr<Normalizer> normalizer;       // may be null
+  std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
+  std::optional<BpeModel> model;
+  std::unique_ptr<Decoder> decoder;  // null: tokens are joined with ' ' (HF's default)
+  std::vector<AddedToken> added_tokens;
+  std::vector<int32_t> prefix_ids, suffix_ids;  // post-processor, when add_special_tokens
+  std::optional<int32_t> bos_id, eos_id;
+  std::string chat_template;
+
+  // Filled by Tokenizer from the above.
+  std::unique_ptr<AddedTokenMatcher> raw_matcher, normalized_matcher;
+  std::vector<std::string> id_to_token;
+  std::vector<bool> special;
+  std::vector<bool> byte_fallback;  // <0xXX> tokens of a ByteFallback decoder
+  std::unordered_map<std::string, int32_t> added_by_content;
+};
+
+}  // namespace lm

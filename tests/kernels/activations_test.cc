@@ -1,0 +1,56 @@
+// SwiGLU, residual add and softmax against double-precision formulas, including extreme inputs.
+#include "kernels/cpu/activations.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernel_test_util.h"
+
+namespace lm::kernels {
+namespace {
+
+TEST(Activations, SiluMulMatchesFormula) {
+  auto gate = testing::random_floats(101, 1, -10.0f, 10.0f);
+  gate[0] = -100.0f;  // exp(100) overflows to inf: silu must give -0, not nan
+  gate[1] = 100.0f;
+  const auto up = testing::random_floats(101, 2);
+  std::vector<float> out(101);
+  silu_mul(gate.data(), up.data(), out.data(), 101);
+  for (int i = 0; i < 101; ++i) {
+    const double g = gate[i];
+    const double expected = g / (1.0 + std::exp(-g)) * up[i];
+    EXPECT_NEAR(out[i], expected, 1e-6 * (1.0 + std::fabs(expected))) << i;
+  }
+  std::vector<float> aliased = gate;
+  silu_mul(aliased.data(), up.data(), aliased.data(), 101);
+  EXPECT_EQ(aliased, out);
+}
+
+TEST(Activations, AddInplace) {
+  std::vector<float> y = {1.0f, 2.0f, 3.0f};
+  const float x[3] = {0.5f, -2.0f, 10.0f};
+  add_inplace(y.data(), x, 3);
+  EXPECT_EQ(y, (std::vector<float>{1.5f, 0.0f, 13.0f}));
+}
+
+TEST(Activations, SoftmaxMatchesFormulaAndSurvivesLargeLogits) {
+  auto x = testing::random_floats(37, 3, -5.0f, 5.0f);
+  x[4] = 1000.0f;  // naive exp overflows
+  x[9] = 999.0f;
+  const auto original = x;
+  softmax_inplace(x.data(), 37);
+  double denominator = 0.0;
+  for (float v : original) denominator += std::exp(static_cast<double>(v) - 1000.0);
+  double total = 0.0;
+  for (int i = 0; i < 37; ++i) {
+    EXPECT_NEAR(x[i], std::exp(original[i] - 1000.0) / denominator, 1e-6) << i;
+    total += x[i];
+  }
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  EXPECT_NEAR(x[4] / x[9], std::exp(1.0), 1e-5);
+}
+
+}  // namespace
+}  // namespace lm::kernels

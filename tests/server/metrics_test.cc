@@ -1,0 +1,58 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace lm {
+namespace {
+
+TEST(Metrics, SeriesAppearOnlyAfterFirstRecording) {
+  Metrics m;
+  m.describe("tgi_request_count", "Total number of requests");
+  EXPECT_EQ(m.render(), "");
+  m.increment("tgi_request_count");
+  m.increment("tgi_request_count");
+  m.increment("tgi_request_failure", "err=\"validation\"");
+  const std::string text = m.render();
+  EXPECT_NE(
+      text.find(
+          "# HELP tgi_request_count Total number of requests\n# TYPE tgi_request_count counter\n"
+          "tgi_request_count 2\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tgi_request_failure{err=\"validation\"} 1\n"), std::string::npos);
+  EXPECT_EQ(m.value("tgi_request_count"), 2);
+  EXPECT_EQ(m.value("tgi_request_failure", "err=\"dropped\""), 0);
+}
+
+TEST(Metrics, HistogramBucketsAreCumulative) {
+  Metrics m;
+  m.set_buckets("tgi_request_input_length", Metrics::linear_buckets(10, 10));
+  m.observe("tgi_request_input_length", 1);
+  m.observe("tgi_request_input_length", 2.5);
+  m.observe("tgi_request_input_length", 50);
+  const std::string text = m.render();
+  EXPECT_NE(text.find("tgi_request_input_length_bucket{le=\"1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tgi_request_input_length_bucket{le=\"3\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("tgi_request_input_length_bucket{le=\"10\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("tgi_request_input_length_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("tgi_request_input_length_sum 53.5\n"), std::string::npos);
+  EXPECT_NE(text.find("tgi_request_input_length_count 3\n"), std::string::npos);
+}
+
+TEST(Metrics, DurationBucketsMatchTgi) {
+  const auto b = Metrics::duration_buckets();
+  ASSERT_EQ(b.size(), 35u);
+  EXPECT_NEAR(b.front(), 0.00015, 1e-12);
+  EXPECT_NEAR(b.back(), 145.611, 1e-3);
+}
+
+TEST(Metrics, GaugesSetAndAdd) {
+  Metrics m;
+  m.set_gauge("tgi_queue_size", 3);
+  m.add_gauge("tgi_queue_size", -1);
+  EXPECT_EQ(m.value("tgi_queue_size"), 2);
+  EXPECT_NE(m.render().find("# TYPE tgi_queue_size gauge\ntgi_queue_size 2\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lm
