@@ -1,15 +1,23 @@
-// text-generation-launcher: TGI's launcher command. Today it offers `generate` (one completion
-// from the command line); serving over HTTP comes with the server.
+// text-generation-launcher: TGI's launcher command. Without a subcommand it serves the model over
+// TGI's HTTP API (flags and environment variables as TGI's); `generate` completes one prompt.
 #include <CLI/CLI.hpp>
 
 #include "app/generate_command.h"
-#include "base/log.h"
+#include "app/launcher_flags.h"
+#include "app/serve_command.h"
 
 int main(int argc, char** argv) {
+  lm::block_termination_signals();
   CLI::App app{
       "text-generation-launcher: a C++ drop-in for Hugging Face text-generation-inference"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  lm::LauncherArgs args;
+  lm::add_launcher_flags(app, args);
   lm::add_generate_command(app);
+  int exit_code = 0;
+  app.callback([&] {
+    if (app.get_subcommands().empty()) exit_code = lm::run_server(args);
+  });
   CLI11_PARSE(app, argc, argv);
-  return 0;
+  return exit_code;
 }

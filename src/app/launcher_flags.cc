@@ -1,0 +1,162 @@
+#include "app/launcher_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace lm {
+
+void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
+  app.add_option("--model-id", a.model_id,
+                 "A local model folder (config.json + safetensors) or a GGUF file")
+      ->envname("MODEL_ID")
+      ->capture_default_str();
+  app.add_option("--revision", a.revision, "Hub revision (refused: the Hub is not built yet)")
+      ->envname("REVISION");
+  app.add_option("--validation-workers", a.validation_workers, "Tokenizer threads for validation")
+      ->envname("VALIDATION_WORKERS")
+      ->capture_default_str();
+  app.add_option("--sharded", a.sharded, "Tensor-parallel sharding: true/false (refused when true)")
+      ->envname("SHARDED");
+  app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here)")
+      ->envname("NUM_SHARD");
+  app.add_option("--quantize", a.quantize, "Quantize at load (refused: use a pre-quantized GGUF)")
+      ->envname("QUANTIZE");
+  app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
+      ->envname("SPECULATE");
+  app.add_option("--dtype", a.dtype, "float16/bfloat16 (refused: stored dtype, fp32 compute)")
+      ->envname("DTYPE");
+  app.add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache dtype (refused: fp32)")
+      ->envname("KV_CACHE_DTYPE");
+  app.add_flag("--trust-remote-code", a.trust_remote_code, "Accepted; no remote code is ever run")
+      ->envname("TRUST_REMOTE_CODE");
+  app.add_option("--max-concurrent-requests", a.max_concurrent_requests,
+                 "In-flight requests before 429")
+      ->envname("MAX_CONCURRENT_REQUESTS")
+      ->capture_default_str();
+  app.add_option("--max-best-of", a.max_best_of, "Largest best_of accepted")
+      ->envname("MAX_BEST_OF")
+      ->capture_default_str();
+  app.add_option("--max-stop-sequences", a.max_stop_sequences, "Most stop sequences per request")
+      ->envname("MAX_STOP_SEQUENCES")
+      ->capture_default_str();
+  app.add_option("--max-top-n-tokens", a.max_top_n_tokens, "Largest top_n_tokens accepted")
+      ->envname("MAX_TOP_N_TOKENS")
+      ->capture_default_str();
+  app.add_option("--max-input-tokens", a.max_input_tokens,
+                 "Longest prompt in tokens (default: max_total_tokens - 1)")
+      ->envname("MAX_INPUT_TOKENS");
+  app.add_option("--max-input-length", a.max_input_length, "Deprecated name of --max-input-tokens")
+      ->envname("MAX_INPUT_LENGTH");
+  app.add_option(
+         "--max-total-tokens", a.max_total_tokens,
+         "Longest prompt + generation (default: the model's context, bounded by the KV budget)")
+      ->envname("MAX_TOTAL_TOKENS");
+  app.add_option("--waiting-served-ratio", a.waiting_served_ratio,
+                 "TGI batching knob (no effect: continuous batching)")
+      ->envname("WAITING_SERVED_RATIO")
+      ->capture_default_str();
+  app.add_option("--max-batch-prefill-tokens", a.max_batch_prefill_tokens,
+                 "Prompt tokens per step (default: min(4096, context))")
+      ->envname("MAX_BATCH_PREFILL_TOKENS");
+  app.add_option("--max-batch-total-tokens", a.max_batch_total_tokens,
+                 "KV budget in tokens (default: inferred from available memory)")
+      ->envname("MAX_BATCH_TOTAL_TOKENS");
+  app.add_option("--max-waiting-tokens", a.max_waiting_tokens,
+                 "TGI batching knob (no effect: continuous batching)")
+      ->envname("MAX_WAITING_TOKENS")
+      ->capture_default_str();
+  app.add_option("--max-batch-size", a.max_batch_size, "Most sequences per step")
+      ->envname("MAX_BATCH_SIZE");
+  app.add_option("--cuda-graphs", a.cuda_graphs, "CUDA graph batch sizes (refused: CPU build)")
+      ->envname("CUDA_GRAPHS");
+  app.add_option("--hostname", a.hostname, "Address to bind")
+      ->envname("HOSTNAME")
+      ->capture_default_str();
+  app.add_option("-p,--port", a.port, "Port to serve on")->envname("PORT")->capture_default_str();
+  app.add_option("--prometheus-port", a.prometheus_port,
+                 "Accepted; metrics are served on --port at /metrics")
+      ->envname("PROMETHEUS_PORT")
+      ->capture_default_str();
+  app.add_option("--shard-uds-path", a.shard_uds_path, "Accepted; there are no shard processes")
+      ->envname("SHARD_UDS_PATH")
+      ->capture_default_str();
+  app.add_option("--master-addr", a.master_addr, "Accepted; there are no shard processes")
+      ->envname("MASTER_ADDR")
+      ->capture_default_str();
+  app.add_option("--master-port", a.master_port, "Accepted; there are no shard processes")
+      ->envname("MASTER_PORT")
+      ->capture_default_str();
+  app.add_option("--huggingface-hub-cache", a.huggingface_hub_cache,
+                 "Hub cache folder (refused: Hub not built)")
+      ->envname("HUGGINGFACE_HUB_CACHE");
+  app.add_option("--weights-cache-override", a.weights_cache_override,
+                 "Weights folder (refused: Hub not built)")
+      ->envname("WEIGHTS_CACHE_OVERRIDE");
+  app.add_flag("--disable-custom-kernels", a.disable_custom_kernels,
+               "Accepted; no effect on the CPU")
+      ->envname("DISABLE_CUSTOM_KERNELS");
+  app.add_option("--cuda-memory-fraction", a.cuda_memory_fraction,
+                 "GPU memory share (refused unless 1.0: CPU build)")
+      ->envname("CUDA_MEMORY_FRACTION")
+      ->capture_default_str();
+  app.add_option("--rope-scaling", a.rope_scaling,
+                 "Override RoPE scaling (refused: use config.json)")
+      ->envname("ROPE_SCALING");
+  app.add_option("--rope-factor", a.rope_factor, "Override RoPE factor (refused: use config.json)")
+      ->envname("ROPE_FACTOR");
+  app.add_flag("--json-output", a.json_output, "One JSON object per log line")
+      ->envname("JSON_OUTPUT");
+  app.add_option("--otlp-endpoint", a.otlp_endpoint, "OTLP endpoint (refused: not built)")
+      ->envname("OTLP_ENDPOINT");
+  app.add_option("--otlp-service-name", a.otlp_service_name, "OTLP service name")
+      ->envname("OTLP_SERVICE_NAME")
+      ->capture_default_str();
+  app.add_option("--cors-allow-origin", a.cors_allow_origin,
+                 "Allowed CORS origins (repeatable; none: any)")
+      ->envname("CORS_ALLOW_ORIGIN");
+  app.add_option("--api-key", a.api_key, "Require `Authorization: Bearer KEY` on generation routes")
+      ->envname("API_KEY");
+  app.add_option("--watermark-gamma", a.watermark_gamma, "Watermark gamma (refused: not built)")
+      ->envname("WATERMARK_GAMMA");
+  app.add_option("--watermark-delta", a.watermark_delta, "Watermark delta (refused: not built)")
+      ->envname("WATERMARK_DELTA");
+  app.add_flag("--ngrok", a.ngrok, "ngrok tunnel (refused: not built)")->envname("NGROK");
+  app.add_option("--ngrok-authtoken", a.ngrok_authtoken, "ngrok token")->envname("NGROK_AUTHTOKEN");
+  app.add_option("--ngrok-edge", a.ngrok_edge, "ngrok edge")->envname("NGROK_EDGE");
+  app.add_option("--tokenizer-config-path", a.tokenizer_config_path,
+                 "tokenizer_config.json (refused: not built)")
+      ->envname("TOKENIZER_CONFIG_PATH");
+  app.add_flag("--disable-grammar-support", a.disable_grammar_support,
+               "Accepted; grammars are not built")
+      ->envname("DISABLE_GRAMMAR_SUPPORT");
+  app.add_option("--max-client-batch-size", a.max_client_batch_size,
+                 "Prompts per /v1/completions call")
+      ->envname("MAX_CLIENT_BATCH_SIZE")
+      ->capture_default_str();
+  app.add_option("--lora-adapters", a.lora_adapters, "LoRA adapters (refused: not built)")
+      ->envname("LORA_ADAPTERS");
+  app.add_option("--usage-stats", a.usage_stats, "on/off/no-stack; nothing is ever sent")
+      ->envname("USAGE_STATS")
+      ->capture_default_str();
+  app.add_option("--payload-limit", a.payload_limit, "Largest request body in bytes")
+      ->envname("PAYLOAD_LIMIT")
+      ->capture_default_str();
+  app.add_flag("--enable-prefill-logprobs", a.enable_prefill_logprobs,
+               "Prompt logprobs (refused: not built)")
+      ->envname("ENABLE_PREFILL_LOGPROBS");
+  app.add_option("-g,--graceful-termination-timeout", a.graceful_termination_timeout,
+                 "Seconds to finish in-flight requests after SIGTERM")
+      ->envname("GRACEFUL_TERMINATION_TIMEOUT")
+      ->capture_default_str();
+  app.add_option("--num-threads", a.num_threads, "Compute threads (0: one per core)")
+      ->envname("NUM_THREADS")
+      ->capture_default_str();
+  app.add_option("--kv-cache-memory-fraction", a.kv_cache_memory_fraction,
+                 "Share of available RAM for the KV cache when --max-batch-total-tokens is unset")
+      ->envname("KV_CACHE_MEMORY_FRACTION")
+      ->capture_default_str();
+  app.add_option("--device", a.device, "cpu (cuda when built with it)")
+      ->envname("DEVICE")
+      ->capture_default_str();
+}
+
+}  // namespace lm

@@ -1,0 +1,128 @@
+#include "app/serve_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "app/model_files.h"
+#include "base/log.h"
+#include "engine/engine.h"
+#include "runtime/model_executor.h"
+#include "runtime/warmup.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "server/server_state.h"
+
+namespace lm {
+namespace {
+
+int fail(const std::string& message) {
+  log_error(message);
+  return 1;
+}
+
+sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+void block_termination_signals() {
+  sigset_t set = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int run_server(const LauncherArgs& args) {
+  set_json_logs(args.json_output);
+  auto warnings = check_launcher_args(args);
+  if (!warnings.ok()) return fail(warnings.error().message);
+  for (const std::string& w : *warnings) log_warn(w);
+
+  log_info(fmt::format("Loading {}", args.model_id));
+  auto model = LlamaModel::load(args.model_id);
+  if (!model.ok()) return fail(model.error().message);
+  auto tokenizer = load_tokenizer_for(args.model_id, **model);
+  if (!tokenizer.ok()) return fail(tokenizer.error().message);
+  const ModelConfig& config = (*model)->config();
+
+  ModelLimits limits;
+  limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
+  limits.kv_bytes_per_token = config.num_hidden_layers * 2 * config.num_key_value_heads *
+                              config.head_dim * int64_t{sizeof(float)};
+  auto settings = derive_serve_settings(args, limits, available_memory_bytes());
+  if (!settings.ok()) return fail(settings.error().message);
+  if (settings->max_batch_total_tokens_inferred) {
+    log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
+  }
+
+  ThreadPool pool(static_cast<int>(args.num_threads));
+  log_info("Warming up model");
+  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64));
+      !s.ok()) {
+    return fail(s.error().message);
+  }
+
+  EngineConfig engine_config;
+  engine_config.max_batch_size = settings->max_batch_size;
+  engine_config.max_batch_prefill_tokens = settings->max_batch_prefill_tokens;
+  engine_config.max_batch_total_tokens = settings->max_batch_total_tokens;
+  engine_config.eos_token_ids = config.eos_token_ids;
+  if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
+    engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
+  }
+  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool));
+
+  ServerState state;
+  state.tokenizer = tokenizer->get();
+  state.engine = &engine;
+  state.limits.max_best_of = static_cast<size_t>(args.max_best_of);
+  state.limits.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
+  state.limits.max_top_n_tokens = static_cast<uint32_t>(args.max_top_n_tokens);
+  state.limits.max_input_tokens = static_cast<size_t>(settings->max_input_tokens);
+  state.limits.max_total_tokens = static_cast<size_t>(settings->max_total_tokens);
+  state.max_concurrent_requests = args.max_concurrent_requests;
+  state.api_key = args.api_key;
+  state.cors_allow_origin = args.cors_allow_origin;
+  if (const char* compute_type = std::getenv("COMPUTE_TYPE")) state.compute_type = compute_type;
+  state.info.model_id = args.model_id;
+  state.info.max_concurrent_requests = static_cast<size_t>(args.max_concurrent_requests);
+  state.info.max_best_of = static_cast<size_t>(args.max_best_of);
+  state.info.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
+  state.info.max_input_tokens = static_cast<size_t>(settings->max_input_tokens);
+  state.info.max_total_tokens = static_cast<size_t>(settings->max_total_tokens);
+  state.info.validation_workers = static_cast<size_t>(args.validation_workers);
+  state.info.max_client_batch_size = static_cast<size_t>(args.max_client_batch_size);
+  register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
+
+  HttpServerConfig http;
+  http.hostname = args.hostname;
+  http.port = static_cast<int>(args.port);
+  http.payload_limit = static_cast<uint64_t>(args.payload_limit);
+  HttpServer server(http, make_router(state));
+  if (Status s = server.start(); !s.ok())
+    return fail("Webserver cannot start: " + s.error().message);
+  log_info(
+      fmt::format("Connected: serving {} on {}:{}", args.model_id, args.hostname, server.port()));
+
+  sigset_t signals = termination_signals();
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  log_info("signal received, starting graceful shutdown");
+  server.stop_accepting();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(args.graceful_termination_timeout);
+  while (server.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  engine.stop();
+  server.stop();
+  return 0;
+}
+
+}  // namespace lm

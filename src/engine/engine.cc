@@ -1,0 +1,148 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "base/check.h"
+
+namespace lm {
+namespace {
+
+auto in(const std::vector<int64_t>& seq_ids) {
+  return [&seq_ids](const Sequence& seq) {
+    return std::find(seq_ids.begin(), seq_ids.end(), seq.id) != seq_ids.end();
+  };
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config, std::unique_ptr<Executor> executor)
+    : config_(config), scheduler_(std::move(config)), executor_(std::move(executor)) {
+  LM_CHECK(executor_ != nullptr);
+  thread_ = std::thread([this] { run(); });
+}
+
+Engine::~Engine() { stop(); }
+
+Status Engine::submit(EngineRequest request, std::shared_ptr<TokenSink> sink) {
+  LM_CHECK(sink != nullptr);
+  const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  if (prompt_len == 0) return Error{"the prompt is empty"};
+  if (request.max_new_tokens < 1) return Error{"max_new_tokens must be at least 1"};
+  // Every admitted request must fit an empty batch, or it would block the queue forever.
+  if (prompt_len + request.max_new_tokens > config_.max_batch_total_tokens) {
+    return Error{"the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
+                 std::to_string(request.max_new_tokens) + ") exceeds max_batch_total_tokens (" +
+                 std::to_string(config_.max_batch_total_tokens) + ")"};
+  }
+  LM_RETURN_IF_ERROR(executor_->check_request(request));
+  {
+    std::lock_guard lock(mutex_);
+    if (mode_ != Mode::kRunning) return Error{kShuttingDownMessage};
+    inbox_.push_back(Submission{std::move(request), std::move(sink)});
+    ++stats_.num_waiting;
+  }
+  wake_.notify_one();
+  return {};
+}
+
+void Engine::drain() { shut_down(Mode::kDraining); }
+
+void Engine::stop() { shut_down(Mode::kStopping); }
+
+void Engine::shut_down(Mode mode) {
+  {
+    std::lock_guard lock(mutex_);
+    mode_ = std::max(mode_, mode);  // stopping overrides draining, never the reverse
+  }
+  wake_.notify_one();
+  std::lock_guard join_lock(join_mutex_);
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Engine::run() {
+  for (;;) {
+    std::vector<Submission> arrived;
+    Mode mode;
+    {
+      // NOTE: the thread sleeps here whenever it holds no sequence; nothing polls.
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] {
+        return mode_ != Mode::kRunning || !inbox_.empty() || scheduler_.has_work();
+      });
+      arrived.swap(inbox_);
+      mode = mode_;
+    }
+    for (Submission& s : arrived) scheduler_.add(std::move(s.request), std::move(s.sink));
+    if (mode == Mode::kStopping) break;
+    if (mode == Mode::kDraining && !scheduler_.has_work()) break;
+    step();
+  }
+  fail(scheduler_.remove_if([](const Sequence&) { return true; }), kShuttingDownMessage);
+  publish_stats(0);
+}
+
+void Engine::step() {
+  ++total_steps_;
+  drop_cancelled();
+  ScheduledBatch batch = scheduler_.schedule();
+  publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
+  if (batch.empty()) return;          // everything left was cancelled
+  Result<std::vector<SampleResult>> samples = executor_->execute(batch);
+  if (samples.ok()) {
+    deliver(scheduler_.update(batch, *samples));
+  } else {
+    fail_batch(batch, samples.error().message);
+  }
+  publish_stats(batch.num_tokens());
+}
+
+void Engine::fail_batch(const ScheduledBatch& batch, const std::string& message) {
+  std::vector<int64_t> seq_ids;
+  for (const ScheduledSequence& entry : batch.sequences) seq_ids.push_back(entry.seq_id);
+  fail(scheduler_.remove_if(in(seq_ids)), message);
+}
+
+void Engine::drop_cancelled() {
+  // Cancelled sinks get no further call (the client is gone).
+  for (const std::unique_ptr<Sequence>& seq :
+       scheduler_.remove_if([](const Sequence& s) { return s.sink->cancelled(); })) {
+    executor_->release(seq->id);
+  }
+}
+
+void Engine::deliver(const StepOutput& out) {
+  std::vector<int64_t> stopped;
+  for (const TokenOutput& token : out.tokens) {
+    const bool keep_going = token.sink->on_token(token.event);
+    if (!keep_going && !token.event.finish_reason) stopped.push_back(token.seq_id);
+  }
+  for (int64_t seq_id : out.finished_seq_ids) executor_->release(seq_id);
+  if (stopped.empty()) return;
+  for (const std::unique_ptr<Sequence>& seq : scheduler_.remove_if(in(stopped)))
+    executor_->release(seq->id);
+}
+
+void Engine::fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message) {
+  for (const std::unique_ptr<Sequence>& seq : sequences) {
+    executor_->release(seq->id);
+    seq->sink->on_error(message);
+  }
+}
+
+void Engine::publish_stats(int64_t num_batch_tokens) {
+  std::lock_guard lock(mutex_);
+  stats_.num_waiting = scheduler_.num_waiting() + static_cast<int64_t>(inbox_.size());
+  stats_.num_running = scheduler_.num_running();
+  stats_.num_batch_tokens = num_batch_tokens;
+  stats_.num_reserved_tokens = scheduler_.num_reserved_tokens();
+  stats_.total_steps = total_steps_;
+}
+
+}  // namespace lm

@@ -1,0 +1,86 @@
+// Engine: owns the Scheduler, the Executor and the one engine thread that runs steps. Any thread
+// may submit requests and read stats; only the engine thread schedules, executes and calls sinks.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/engine_config.h"
+#include "engine/engine_request.h"
+#include "engine/executor.h"
+#include "engine/scheduler.h"
+#include "engine/token_sink.h"
+
+namespace lm {
+
+// A snapshot for /metrics, taken when a step has scheduled its batch and again when it ends
+// (and on submit, for the queue size).
+struct EngineStats {
+  int64_t num_waiting = 0;          // queued, not yet admitted
+  int64_t num_running = 0;          // admitted, not finished
+  int64_t num_batch_tokens = 0;     // tokens computed by the last step
+  int64_t num_reserved_tokens = 0;  // prompt + max_new_tokens over running sequences
+  int64_t total_steps = 0;          // steps run since start
+};
+
+class Engine {
+ public:
+  // Starts the engine thread; it sleeps until a request arrives.
+  Engine(EngineConfig config, std::unique_ptr<Executor> executor);
+  // stop()s if neither stop() nor drain() ran.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; `sink` then receives its tokens on the engine thread. Fails at once when
+  // the request can never run (empty prompt, no new tokens, over the batch token budget, rejected
+  // by the executor) or the engine no longer accepts work.
+  Status submit(EngineRequest request, std::shared_ptr<TokenSink> sink);
+
+  // Stops accepting requests, finishes every queued and running one, then joins the thread.
+  void drain();
+  // Stops accepting requests, fails every queued and running one with on_error, joins the thread.
+  void stop();
+
+  EngineStats stats() const;
+
+  static constexpr const char* kShuttingDownMessage = "the engine is shutting down";
+
+ private:
+  enum class Mode { kRunning, kDraining, kStopping };
+  struct Submission {
+    EngineRequest request;
+    std::shared_ptr<TokenSink> sink;
+  };
+
+  void run();
+  void step();
+  void drop_cancelled();
+  void deliver(const StepOutput& out);
+  void fail_batch(const ScheduledBatch& batch, const std::string& message);
+  void fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message);
+  void publish_stats(int64_t num_batch_tokens);
+  void shut_down(Mode mode);
+
+  const EngineConfig config_;
+  Scheduler scheduler_;  // engine thread only
+  std::unique_ptr<Executor> executor_;
+  int64_t total_steps_ = 0;  // engine thread only
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_;
+  std::vector<Submission> inbox_;
+  Mode mode_ = Mode::kRunning;
+  EngineStats stats_;
+
+  std::mutex join_mutex_;  // stop() and drain() may race to join
+  std::thread thread_;
+};
+
+}  // namespace lm

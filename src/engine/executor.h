@@ -1,0 +1,34 @@
+// Executor: the interface the engine drives to compute a step. The runtime implements it over the
+// model (runtime/model_executor.h); engine tests use a fake. Only the engine thread calls execute
+// and release.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/engine_request.h"
+#include "engine/sampled_token.h"
+#include "engine/scheduled_batch.h"
+
+namespace lm {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // Rejects a request this executor can never run (ids outside the vocabulary, longer than the
+  // model's context). Called by Engine::submit on the submitting thread, so it must be const-safe.
+  virtual Status check_request(const EngineRequest& request) const = 0;
+
+  // Computes the batch: for every entry, the K/V of its tokens at their positions; for every
+  // entry with `samples`, one chosen token, in batch order. Sequences seen for the first time get
+  // their per-sequence state (cache, sampler) here.
+  virtual Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) = 0;
+
+  // The sequence left the engine (finished, stopped, cancelled, failed): free its state. May name
+  // a sequence the executor never saw (it was removed while waiting).
+  virtual void release(int64_t seq_id) = 0;
+};
+
+}  // namespace lm

@@ -1,0 +1,46 @@
+// ScheduledBatch: what one engine step computes, as the Scheduler decides and the Executor runs
+// it. Each entry names a sequence and a contiguous run of its tokens at their positions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/check.h"
+#include "engine/sequence.h"
+
+namespace lm {
+
+struct ScheduledSequence {
+  const Sequence* sequence = nullptr;  // valid until Scheduler::update
+  int64_t seq_id = 0;
+  int64_t first_position = 0;  // = the sequence's num_computed_tokens before the step
+  int64_t num_tokens = 0;      // tokens computed this step
+  // True when the step reaches the end of the sequence's known tokens, so the executor samples
+  // the next one from the last token's logits.
+  bool samples = false;
+
+  std::span<const int32_t> token_ids() const {
+    LM_CHECK(first_position + num_tokens <= sequence->num_tokens());
+    return std::span<const int32_t>(sequence->token_ids)
+        .subspan(static_cast<size_t>(first_position), static_cast<size_t>(num_tokens));
+  }
+};
+
+struct ScheduledBatch {
+  std::vector<ScheduledSequence> sequences;  // running sequences first, in admission order
+
+  bool empty() const { return sequences.empty(); }
+  int64_t num_tokens() const {
+    int64_t n = 0;
+    for (const ScheduledSequence& s : sequences) n += s.num_tokens;
+    return n;
+  }
+  int64_t num_samples() const {
+    int64_t n = 0;
+    for (const ScheduledSequence& s : sequences) n += s.samples ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace lm

@@ -1,0 +1,44 @@
+// Sequence: one request's progress inside the engine. Its two counters drive scheduling: a step
+// computes some of the tokens in [num_computed_tokens, num_tokens()), so prefill, chunked prefill
+// and decode are one rule. Owned by the Scheduler; the engine thread is its only user.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "engine/engine_request.h"
+#include "engine/finish_reason.h"
+#include "engine/token_sink.h"
+
+namespace lm {
+
+enum class SequenceStatus { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  Sequence(int64_t seq_id, EngineRequest req, std::shared_ptr<TokenSink> token_sink)
+      : id(seq_id),
+        request(std::move(req)),
+        sink(std::move(token_sink)),
+        token_ids(request.prompt_ids),
+        num_prompt_tokens(static_cast<int64_t>(request.prompt_ids.size())) {}
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+  int64_t num_generated_tokens() const { return num_tokens() - num_prompt_tokens; }
+  // Token slots the sequence may ever need: what TGI's max_batch_total_tokens budget counts.
+  int64_t max_tokens() const { return num_prompt_tokens + request.max_new_tokens; }
+  bool is_prefilling() const { return num_computed_tokens < num_prompt_tokens; }
+
+  int64_t id;
+  EngineRequest request;
+  std::shared_ptr<TokenSink> sink;  // opaque to the scheduler; only the Engine calls it
+  std::vector<int32_t> token_ids;   // prompt, then generated tokens
+  int64_t num_prompt_tokens;
+  int64_t num_computed_tokens = 0;  // tokens whose K/V the executor holds
+  SequenceStatus status = SequenceStatus::kWaiting;
+  std::optional<FinishReason> finish_reason;
+};
+
+}  // namespace lm

@@ -1,0 +1,17 @@
+// Warm-up before serving, as TGI's: one prefill forward of a synthetic prompt and one sample with
+// every sampling feature on, so workspaces are sized and a broken model fails before traffic.
+#pragma once
+
+#include <cstdint>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "model/llama_model.h"
+
+namespace lm {
+
+// Runs a prompt of `num_tokens` ids (clamped to the model's context) through `model`. Fails when
+// num_tokens < 1 or the model produces a non-finite logit.
+Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens);
+
+}  // namespace lm

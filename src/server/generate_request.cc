@@ -1,0 +1,368 @@
+// Parsing and validation of /generate-shaped bodies (see generate_request.h). Field lists follow
+// TGI's Rust structs in declaration order (serde accepts structs as arrays in that order).
+#include "server/generate_request.h"
+
+#include <algorithm>
+#include <array>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "server/serde_json_reader.h"
+
+namespace lm {
+namespace {
+
+enum ParamField : size_t {
+  kBestOf,
+  kTemperature,
+  kRepetitionPenalty,
+  kFrequencyPenalty,
+  kTopK,
+  kTopP,
+  kTypicalP,
+  kDoSample,
+  kMaxNewTokens,
+  kReturnFullText,
+  kStop,
+  kTruncate,
+  kWatermark,
+  kDetails,
+  kDecoderInputDetails,
+  kSeed,
+  kTopNTokens,
+  kGrammar,
+  kAdapterId,
+};
+
+constexpr std::array<SerdeField, 19> kParameterFields = {{
+    {"best_of", false},
+    {"temperature", false},
+    {"repetition_penalty", false},
+    {"frequency_penalty", false},
+    {"top_k", false},
+    {"top_p", false},
+    {"typical_p", false},
+    {"do_sample", false},
+    {"max_new_tokens", false},
+    {"return_full_text", false},
+    {"stop", false},
+    {"truncate", false},
+    {"watermark", false},
+    {"details", false},
+    {"decoder_input_details", false},
+    {"seed", false},
+    {"top_n_tokens", false},
+    {"grammar", false},
+    {"adapter_id", false},
+}};
+
+// Option<T>: null -> nullopt, anything else read by `read`.
+template <typename T, typename ReadFn>
+bool read_optional(SerdeJsonReader& reader, std::optional<T>& out, ReadFn read) {
+  bool is_null = false;
+  if (!reader.read_null(is_null)) return false;
+  if (is_null) {
+    out.reset();
+    return true;
+  }
+  T value{};
+  if (!read(value)) return false;
+  out = std::move(value);
+  return true;
+}
+
+// GrammarType is adjacently tagged ({"type", "value"}). Approximation: `value` is captured as
+// raw JSON and checked against the variant afterwards, so a wrong-typed regex value reports
+// the position after the whole object rather than after the value.
+bool read_grammar(SerdeJsonReader& reader, GrammarParameter& out) {
+  static constexpr std::array<SerdeField, 2> kFields = {{{"type", true}, {"value", true}}};
+  std::string type;
+  std::string value;
+  const bool ok =
+      reader.read_struct("adjacently tagged enum GrammarType", kFields, [&](size_t field) {
+        if (field == 1) return reader.read_raw(value);
+        if (!reader.read_string(type)) return false;
+        if (type != "json" && type != "json_object" && type != "regex" && type != "json_schema") {
+          return reader.fail_data(
+              "unknown variant `" + type +
+              "`, expected one of `json`, `json_object`, `regex`, `json_schema`");
+        }
+        return true;
+      });
+  if (!ok) return false;
+  if (type == "regex" || type == "json_schema") {
+    const auto parsed = nlohmann::json::parse(value, nullptr, false);
+    if (type == "regex" && !parsed.is_string()) {
+      return reader.fail_data("invalid type: " + std::string(parsed.type_name()) +
+                              ", expected a string");
+    }
+    if (type == "json_schema" && !(parsed.is_object() && parsed.contains("schema"))) {
+      return reader.fail_data(parsed.is_object()
+                                  ? "missing field `schema`"
+                                  : "invalid type: " + std::string(parsed.type_name()) +
+                                        ", expected struct JsonSchemaConfig");
+    }
+  }
+  out.type = type == "json_object" ? "json" : type;
+  out.value_json = std::move(value);
+  return true;
+}
+
+bool read_parameters(SerdeJsonReader& reader, GenerateParameters& p) {
+  p = GenerateParameters{};  // present `parameters`: per-field serde defaults (do_sample false)
+  return reader.read_struct("struct GenerateParameters", kParameterFields, [&](size_t field) {
+    const auto f32 = [&](float& v) { return reader.read_f32(v); };
+    const auto u32 = [&](uint32_t& v) { return reader.read_u32(v); };
+    const auto usize = [&](uint64_t& v) { return reader.read_u64(v, "usize"); };
+    const auto boolean = [&](bool& v) { return reader.read_bool(v); };
+    switch (static_cast<ParamField>(field)) {
+      case kBestOf:
+        return read_optional(reader, p.best_of, usize);
+      case kTemperature:
+        return read_optional(reader, p.temperature, f32);
+      case kRepetitionPenalty:
+        return read_optional(reader, p.repetition_penalty, f32);
+      case kFrequencyPenalty:
+        return read_optional(reader, p.frequency_penalty, f32);
+      case kTopK:
+        return read_optional(reader, p.top_k, [&](int32_t& v) { return reader.read_i32(v); });
+      case kTopP:
+        return read_optional(reader, p.top_p, f32);
+      case kTypicalP:
+        return read_optional(reader, p.typical_p, f32);
+      case kDoSample:
+        return reader.read_bool(p.do_sample);
+      case kMaxNewTokens:
+        return read_optional(reader, p.max_new_tokens, u32);
+      case kReturnFullText:
+        return read_optional(reader, p.return_full_text, boolean);
+      case kStop:
+        return reader.read_string_seq(p.stop);
+      case kTruncate:
+        return read_optional(reader, p.truncate, usize);
+      case kWatermark:
+        return reader.read_bool(p.watermark);
+      case kDetails:
+        return reader.read_bool(p.details);
+      case kDecoderInputDetails:
+        return reader.read_bool(p.decoder_input_details);
+      case kSeed:
+        return read_optional(reader, p.seed,
+                             [&](uint64_t& v) { return reader.read_u64(v, "u64"); });
+      case kTopNTokens:
+        return read_optional(reader, p.top_n_tokens, u32);
+      case kGrammar:
+        return read_optional(reader, p.grammar,
+                             [&](GrammarParameter& g) { return read_grammar(reader, g); });
+      case kAdapterId:
+        return read_optional(reader, p.adapter_id,
+                             [&](std::string& s) { return reader.read_string(s); });
+    }
+    return false;
+  });
+}
+
+uint64_t random_seed() {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  return generator();
+}
+
+}  // namespace
+
+GenerateParameters default_generate_parameters() {
+  GenerateParameters p;
+  p.do_sample = true;
+  return p;
+}
+
+std::variant<ParsedGenerateRequest, BodyRejection> parse_generate_request(std::string_view body,
+                                                                          GenerateBody shape) {
+  static constexpr std::array<SerdeField, 3> kFields = {
+      {{"inputs", true}, {"parameters", false}, {"stream", false}}};
+  const bool compat = shape == GenerateBody::kCompat;
+  ParsedGenerateRequest request;
+  request.parameters = default_generate_parameters();  // `parameters` absent: sampling on
+  SerdeJsonReader reader(body);
+  const bool ok = reader.read_struct(
+      compat ? "struct CompatGenerateRequest" : "struct GenerateRequest",
+      std::span<const SerdeField>(kFields.data(), compat ? 3 : 2), [&](size_t field) {
+        if (field == 0) return reader.read_string(request.inputs);
+        if (field == 1) return read_parameters(reader, request.parameters);
+        return reader.read_bool(request.stream);
+      });
+  if (ok) return request;
+  const SerdeError& error = reader.error();
+  if (error.kind == SerdeErrorKind::kSyntax) {
+    return BodyRejection{400, "Failed to parse the request body as JSON: " + error.message};
+  }
+  return BodyRejection{
+      422, "Failed to deserialize the JSON body into the target type: " + error.message};
+}
+
+std::optional<ApiError> validate_before_permit(const ParsedGenerateRequest& request,
+                                               const ValidationLimits& limits, bool streaming) {
+  const GenerateParameters& p = request.parameters;
+  const uint64_t best_of = p.best_of.value_or(1);
+  if (streaming) {
+    if (best_of != 1) {
+      return validation_error("`best_of` != 1 is not supported when streaming tokens");
+    }
+    if (p.decoder_input_details) {
+      return validation_error(
+          "`decoder_input_details` == true is not supported when streaming tokens");
+    }
+    return std::nullopt;
+  }
+  // TGI's validate_best_of only runs for best_of > 1, so 0 passes (and behaves as 1).
+  if (best_of > 1) {
+    if (limits.max_best_of == 1)
+      return validation_error("`best_of` != 1 is not allowed for this endpoint");
+    if (best_of > limits.max_best_of) {
+      return validation_error("`best_of` must be > 0 and <= " + std::to_string(limits.max_best_of) +
+                              ". Given: " + std::to_string(best_of));
+    }
+  }
+  return std::nullopt;
+}
+
+std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateRequest request,
+                                                                 const ValidationLimits& limits,
+                                                                 bool streaming) {
+  GenerateParameters& p = request.parameters;
+  ValidGenerateRequest v;
+  v.best_of = p.best_of.value_or(1);
+  const bool sampling = p.do_sample || p.temperature || p.top_k || p.top_p || p.typical_p;
+  if (v.best_of > 1 && !sampling) {
+    return validation_error("you must use sampling when `best_of` is > 1");
+  }
+  v.temperature = p.temperature.value_or(1.0f);
+  if (v.temperature <= 0.0f) return validation_error("`temperature` must be strictly positive");
+  v.repetition_penalty = p.repetition_penalty.value_or(1.0f);
+  if (v.repetition_penalty <= 0.0f) {
+    return validation_error("`repetition_penalty` must be strictly positive");
+  }
+  v.frequency_penalty = p.frequency_penalty.value_or(0.0f);
+  if (!(v.frequency_penalty >= -2.0f && v.frequency_penalty <= 2.0f)) {
+    return validation_error("`frequency_penalty` must be >= -2.0 and <= 2.0");
+  }
+  if (p.top_p) {
+    if (*p.top_p <= 0.0f || *p.top_p >= 1.0f) {
+      return validation_error("`top_p` must be > 0.0 and < 1.0");
+    }
+    v.top_p = *p.top_p;
+  }
+  if (p.typical_p) {
+    if (*p.typical_p <= 0.0f || *p.typical_p >= 1.0f) {
+      return validation_error("`typical_p` must be > 0.0 and < 1.0");
+    }
+    v.typical_p = *p.typical_p;
+  }
+  if (p.top_k) {
+    if (*p.top_k <= 0) return validation_error("`top_k` must be strictly positive");
+    v.top_k = static_cast<uint32_t>(*p.top_k);
+  }
+  if (p.max_new_tokens == 0u) return validation_error("`max_new_tokens` must be strictly positive");
+  if (p.stop.size() > limits.max_stop_sequences) {
+    return validation_error("`stop` supports up to " + std::to_string(limits.max_stop_sequences) +
+                            " stop sequences. Given: " + std::to_string(p.stop.size()));
+  }
+  if (p.seed) {
+    if (v.best_of > 1) return validation_error("`seed` must not be set when `best_of` > 1");
+    v.seed = *p.seed;
+    v.seed_given = true;
+  } else {
+    v.seed = random_seed();
+  }
+  if (p.top_n_tokens) {
+    if (*p.top_n_tokens > limits.max_top_n_tokens) {
+      return validation_error(
+          "`top_n_tokens` must be >= 0 and <= " + std::to_string(limits.max_top_n_tokens) +
+          ". Given: " + std::to_string(*p.top_n_tokens));
+    }
+    v.top_n_tokens = *p.top_n_tokens;
+  }
+  if (request.inputs.empty()) return validation_error("`inputs` cannot be empty");
+  if (p.truncate && (*p.truncate == 0 || *p.truncate > limits.max_input_tokens)) {
+    return validation_error("`truncate` must be strictly positive and less than " +
+                            std::to_string(limits.max_input_tokens) +
+                            ". Given: " + std::to_string(*p.truncate));
+  }
+  v.inputs = std::move(request.inputs);
+  v.stream = streaming;
+  v.do_sample = p.do_sample;
+  v.watermark = p.watermark;
+  v.stop = std::move(p.stop);
+  v.requested_max_new_tokens = p.max_new_tokens;
+  v.truncate = p.truncate;
+  v.return_full_text = p.return_full_text;
+  v.details = p.details;
+  v.decoder_input_details = p.decoder_input_details;
+  v.grammar = std::move(p.grammar);
+  v.adapter_id = std::move(p.adapter_id);
+  return v;
+}
+
+namespace {
+
+// TGI's checks on JSON grammars that need no regex compiler: the value (or a string holding
+// JSON) must be an object with a top-level `properties`. The JSON-Schema meta-validation and
+// the schema -> regex compilation belong to the grammar engine.
+std::optional<ApiError> validate_grammar(const GrammarParameter& grammar) {
+  if (grammar.type == "regex") return std::nullopt;
+  nlohmann::json value = nlohmann::json::parse(grammar.value_json, nullptr, false);
+  if (grammar.type == "json_schema") value = value["schema"];
+  if (value.is_string()) {
+    // serde_json::from_str::<Value>, so the message is serde's.
+    const std::string text = value.get<std::string>();
+    SerdeJsonReader reader(text);
+    std::string raw;
+    if (!reader.read_raw(raw) || !reader.read_end()) {
+      return validation_error("grammar is not valid: " + reader.error().message);
+    }
+    value = nlohmann::json::parse(raw, nullptr, false);
+  }
+  if (!value.is_object()) return validation_error("grammar is not supported");
+  if (!value.contains("properties")) {
+    return validation_error("grammar is not valid: Grammar must have a 'properties' field");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> validate_lengths(ValidGenerateRequest& request, size_t num_input_tokens,
+                                         const ValidationLimits& limits) {
+  uint64_t input_length = num_input_tokens;
+  if (request.truncate) input_length = std::min<uint64_t>(input_length, *request.truncate);
+  uint64_t total_new = 0;
+  if (request.requested_max_new_tokens) {
+    total_new = *request.requested_max_new_tokens;
+  } else {
+    total_new = limits.max_total_tokens > input_length ? limits.max_total_tokens - input_length : 0;
+  }
+  // NOTE: only the first piece is checked against max_total_tokens (TGI #3016); the message
+  // reports the piece, not what was asked for.
+  const uint64_t piece = std::min<uint64_t>(total_new, kMaxNewTokensPerPiece);
+  if (input_length + piece > limits.max_total_tokens) {
+    return validation_error(
+        "`inputs` tokens + `max_new_tokens` must be <= " + std::to_string(limits.max_total_tokens) +
+        ". Given: " + std::to_string(input_length) + " `inputs` tokens and " +
+        std::to_string(piece) + " `max_new_tokens`");
+  }
+  if (input_length > limits.max_input_tokens) {
+    return validation_error("`inputs` must have less than " +
+                            std::to_string(limits.max_input_tokens) +
+                            " tokens. Given: " + std::to_string(input_length));
+  }
+  if (request.grammar) {
+    if (!limits.grammar_support) return validation_error("grammar is not supported");
+    if (auto error = validate_grammar(*request.grammar)) return error;
+  }
+  request.input_length = static_cast<uint32_t>(input_length);
+  request.max_new_tokens = static_cast<uint32_t>(piece);
+  request.max_total_new_tokens = static_cast<uint32_t>(std::min<uint64_t>(total_new, UINT32_MAX));
+  return std::nullopt;
+}
+
+}  // namespace lm

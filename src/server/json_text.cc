@@ -1,0 +1,212 @@
+// JSON text exactly as TGI's Rust stack writes it (see json_text.h).
+#include "server/json_text.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace lm {
+namespace {
+
+// Length of the UTF-8 sequence starting at text[i], or 0 when it is malformed (overlongs,
+// surrogates and code points above U+10FFFF are malformed, as in Rust's from_utf8).
+size_t utf8_sequence_length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + len > text.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return len;
+}
+
+// Shortest round-trip digits of `value` (no sign) and the decimal exponent of the first digit:
+// value = 0.d1d2d3... x 10^(exponent + 1).
+template <typename T>
+void shortest_digits(T value, std::string& digits, int& exponent) {
+  char buf[64];
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), std::fabs(value), std::chars_format::scientific);
+  (void)ec;
+  std::string_view s(buf, static_cast<size_t>(end - buf));
+  const size_t e = s.find('e');
+  digits.clear();
+  for (char c : s.substr(0, e)) {
+    if (c != '.') digits.push_back(c);
+  }
+  exponent = std::atoi(std::string(s.substr(e + 1)).c_str());
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = utf8_sequence_length(text, i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD, as String::from_utf8_lossy would produce
+      ++i;
+      continue;
+    }
+    if (len > 1) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    const char c = text[i++];
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned char>(c));
+          out += buf;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+std::string json_string(std::string_view text) {
+  std::string out;
+  append_json_string(out, text);
+  return out;
+}
+
+std::string json_f32(float value) {
+  if (!std::isfinite(value)) return "null";
+  std::string out = std::signbit(value) ? "-" : "";
+  if (value == 0.0f) return out + "0.0";
+  std::string digits;
+  int exponent = 0;
+  shortest_digits(value, digits, exponent);
+  // ryu's pretty::format32 layout, with k = exponent of the last digit and kk = point position.
+  const int length = static_cast<int>(digits.size());
+  const int kk = exponent + 1;
+  const int k = kk - length;
+  if (k >= 0 && kk <= 13) {
+    out += digits + std::string(static_cast<size_t>(k), '0') + ".0";
+  } else if (kk > 0 && kk <= 13) {
+    out += digits.substr(0, static_cast<size_t>(kk)) + "." + digits.substr(static_cast<size_t>(kk));
+  } else if (kk > -6 && kk <= 0) {
+    out += "0." + std::string(static_cast<size_t>(-kk), '0') + digits;
+  } else {
+    out += digits.substr(0, 1);
+    if (length > 1) out += "." + digits.substr(1);
+    out += "e" + std::to_string(kk - 1);
+  }
+  return out;
+}
+
+std::string rust_f64_display(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::string out = std::signbit(value) ? "-" : "";
+  if (value == 0.0) return out + "0";
+  std::string digits;
+  int exponent = 0;
+  shortest_digits(value, digits, exponent);
+  const int length = static_cast<int>(digits.size());
+  const int kk = exponent + 1;  // digits before the decimal point
+  if (kk <= 0) {
+    out += "0." + std::string(static_cast<size_t>(-kk), '0') + digits;
+  } else if (kk >= length) {
+    out += digits + std::string(static_cast<size_t>(kk - length), '0');
+  } else {
+    out += digits.substr(0, static_cast<size_t>(kk)) + "." + digits.substr(static_cast<size_t>(kk));
+  }
+  return out;
+}
+
+std::string rust_debug_str(std::string_view text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = utf8_sequence_length(text, i);
+    if (len > 1) {
+      // C1 controls (U+0080..U+009F) are escaped by Rust; other non-ASCII is printed as is.
+      const auto b1 = static_cast<unsigned char>(text[i + 1]);
+      if (static_cast<unsigned char>(text[i]) == 0xC2 && b1 < 0xA0) {
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "\\u{%x}", b1);
+        out += buf;
+      } else {
+        out.append(text.substr(i, len));
+      }
+      i += len;
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(text[i++]);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\0':
+        out += "\\0";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7F || len == 0) {
+          char buf[16];
+          std::snprintf(buf, sizeof(buf), "\\u{%x}", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace lm

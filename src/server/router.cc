@@ -1,0 +1,219 @@
+#include "server/router.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include "server/api_error.h"
+#include "server/generate_handler.h"
+#include "server/generate_request.h"
+#include "server/info_response.h"
+#include "server/openapi.h"
+
+namespace lm {
+namespace {
+
+using Handler = std::function<void(ServerState&, HttpRequest, std::shared_ptr<ResponseStream>)>;
+
+struct Route {
+  bool needs_api_key;
+  bool needs_json_body;
+  Handler handler;
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// TGI compares the whole header to "Bearer KEY" case-insensitively; compare in constant time so
+// response timing does not reveal how much of a guess matched.
+bool authorized(const ServerState& state, const HttpRequest& request) {
+  if (!state.api_key) return true;
+  const std::string expected = lower("Bearer " + *state.api_key);
+  const std::string got = lower(request.header("authorization"));
+  unsigned diff = got.size() == expected.size() ? 0u : 1u;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned>(expected[i] ^ (i < got.size() ? got[i] : 0));
+  return diff == 0;
+}
+
+bool is_json_content_type(const std::string& value) {
+  const std::string v = lower(value);
+  const std::string mime = v.substr(0, v.find(';'));
+  return mime == "application/json" || (mime.rfind("application/", 0) == 0 && mime.size() > 5 &&
+                                        mime.compare(mime.size() - 5, 5, "+json") == 0);
+}
+
+// CORS as tower-http with TGI's settings: any origin (or the listed ones), GET/POST, content-type.
+void add_cors(const ServerState& state, const HttpRequest& request, HttpResponse& response) {
+  const std::string origin = request.header("origin");
+  if (state.cors_allow_origin.empty()) {
+    response.headers.emplace_back("access-control-allow-origin", "*");
+  } else if (std::find(state.cors_allow_origin.begin(), state.cors_allow_origin.end(), origin) !=
+             state.cors_allow_origin.end()) {
+    response.headers.emplace_back("access-control-allow-origin", origin);
+  }
+  response.headers.emplace_back(
+      "vary", "origin, access-control-request-method, access-control-request-headers");
+}
+
+void respond_health(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
+  if (state.healthy) {
+    response->respond({200, {}, ""});
+  } else {
+    const ApiError e = unhealthy_error();
+    response->respond({e.status, {{"Content-Type", "application/json"}}, api_error_json(e)});
+  }
+}
+
+void respond_metrics(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
+  const EngineStats stats = state.engine->stats();
+  state.metrics.set_gauge("tgi_queue_size", static_cast<double>(stats.num_waiting));
+  state.metrics.set_gauge("tgi_batch_current_size", static_cast<double>(stats.num_running));
+  state.metrics.set_gauge("tgi_batch_current_max_tokens",
+                          static_cast<double>(stats.num_reserved_tokens));
+  response->respond({200, {{"Content-Type", "text/plain; version=0.0.4"}}, state.metrics.render()});
+}
+
+void respond_tokenize(ServerState& state, HttpRequest request,
+                      std::shared_ptr<ResponseStream> response) {
+  auto parsed = parse_generate_request(request.body, GenerateBody::kGenerate);
+  if (auto* rejection = std::get_if<BodyRejection>(&parsed)) {
+    response->respond(
+        {rejection->status, {{"Content-Type", std::string(kTextPlain)}}, rejection->body});
+    return;
+  }
+  const std::string& inputs = std::get<ParsedGenerateRequest>(parsed).inputs;
+  const std::vector<int32_t> ids = state.tokenizer->encode(inputs, /*add_special_tokens=*/true);
+  // Byte offsets from incremental decoding: the text each token adds, located in `inputs`.
+  std::vector<TokenizeEntry> entries;
+  size_t cursor = 0;
+  std::vector<int32_t> prefix;
+  std::string decoded;
+  for (int32_t id : ids) {
+    prefix.push_back(id);
+    std::string now = state.tokenizer->decode(prefix, /*skip_special_tokens=*/false);
+    std::string piece = now.size() >= decoded.size() ? now.substr(decoded.size()) : std::string();
+    decoded = std::move(now);
+    TokenizeEntry e;
+    e.id = static_cast<uint32_t>(id);
+    const size_t at = piece.empty() ? std::string::npos : inputs.find(piece, cursor);
+    if (at != std::string::npos && !state.tokenizer->is_special(id)) {
+      e.start = at;
+      e.stop = at + piece.size();
+      e.text = piece;
+      cursor = e.stop;
+    } else {
+      e.start = e.stop = cursor;
+      e.text =
+          state.tokenizer->is_special(id) ? std::string(state.tokenizer->token_text(id)) : piece;
+    }
+    entries.push_back(std::move(e));
+  }
+  response->respond({200, {{"Content-Type", "application/json"}}, tokenize_response_json(entries)});
+}
+
+std::map<std::pair<std::string, std::string>, Route> route_table() {
+  auto generate = [](GenerateRoute r) {
+    return [r](ServerState& s, HttpRequest q, std::shared_ptr<ResponseStream> p) {
+      handle_generate(s, std::move(q), std::move(p), r);
+    };
+  };
+  auto json = [](std::function<std::string(ServerState&)> body) {
+    return [body](ServerState& s, HttpRequest, std::shared_ptr<ResponseStream> p) {
+      p->respond({200, {{"Content-Type", "application/json"}}, body(s)});
+    };
+  };
+  std::map<std::pair<std::string, std::string>, Route> t;
+  t[{"POST", "/generate"}] = {true, true, generate(GenerateRoute::kGenerate)};
+  t[{"POST", "/generate_stream"}] = {true, true, generate(GenerateRoute::kGenerateStream)};
+  t[{"POST", "/"}] = {true, true, generate(GenerateRoute::kCompat)};
+  t[{"POST", "/invocations"}] = {true, true, generate(GenerateRoute::kCompat)};
+  t[{"POST", "/tokenize"}] = {true, true, respond_tokenize};
+  t[{"GET", "/"}] = {false, false, respond_health};
+  t[{"GET", "/health"}] = {false, false, respond_health};
+  t[{"GET", "/ping"}] = {false, false, respond_health};
+  t[{"GET", "/metrics"}] = {false, false, respond_metrics};
+  t[{"GET", "/info"}] = {false, false, json([](ServerState& s) { return info_json(s.info); })};
+  t[{"GET", "/v1/models"}] = {
+      false, false, json([](ServerState& s) { return models_response_json(s.info.model_id); })};
+  t[{"GET", "/api-doc/openapi.json"}] = {false, false, json([](ServerState& s) {
+                                           return openapi_json({s.limits, s.info.version});
+                                         })};
+  t[{"GET", "/docs"}] = {
+      false, false, [](ServerState&, HttpRequest, std::shared_ptr<ResponseStream> p) {
+        p->respond({200, {{"Content-Type", "text/html; charset=utf-8"}}, docs_html()});
+      }};
+  return t;
+}
+
+// Wraps the response so every answer carries the CORS headers.
+class CorsResponse : public ResponseStream {
+ public:
+  CorsResponse(const ServerState& state, const HttpRequest& request,
+               std::shared_ptr<ResponseStream> inner)
+      : inner_(std::move(inner)) {
+    HttpResponse probe;
+    add_cors(state, request, probe);
+    cors_ = std::move(probe.headers);
+  }
+  void respond(HttpResponse response) override {
+    response.headers.insert(response.headers.end(), cors_.begin(), cors_.end());
+    inner_->respond(std::move(response));
+  }
+  void start_stream(int status, std::vector<std::pair<std::string, std::string>> headers) override {
+    headers.insert(headers.end(), cors_.begin(), cors_.end());
+    inner_->start_stream(status, std::move(headers));
+  }
+  void write(std::string chunk) override { inner_->write(std::move(chunk)); }
+  void finish() override { inner_->finish(); }
+  bool closed() const override { return inner_->closed(); }
+  void on_close(std::function<void()> callback) override { inner_->on_close(std::move(callback)); }
+
+ private:
+  std::shared_ptr<ResponseStream> inner_;
+  std::vector<std::pair<std::string, std::string>> cors_;
+};
+
+}  // namespace
+
+HttpHandler make_router(ServerState& state) {
+  auto table =
+      std::make_shared<const std::map<std::pair<std::string, std::string>, Route>>(route_table());
+  return [&state, table](HttpRequest request, std::shared_ptr<ResponseStream> raw) {
+    auto response = std::make_shared<CorsResponse>(state, request, std::move(raw));
+    std::string path = request.path;
+    if (path.size() > 1 && path.rfind("/docs/", 0) == 0) path = "/docs";  // Swagger UI's sub-paths
+    if (request.method == "OPTIONS") {                                    // CORS preflight
+      response->respond({200,
+                         {{"access-control-allow-methods", "GET,POST"},
+                          {"access-control-allow-headers", "content-type"}},
+                         ""});
+      return;
+    }
+    const std::string method = request.method == "HEAD" ? "GET" : request.method;
+    auto it = table->find({method, path});
+    if (it == table->end()) {
+      const bool known_path = std::any_of(table->begin(), table->end(),
+                                          [&](const auto& e) { return e.first.second == path; });
+      response->respond({known_path ? 405 : 404, {}, ""});
+      return;
+    }
+    const Route& route = it->second;
+    if (route.needs_api_key && !authorized(state, request)) {
+      response->respond({401, {}, ""});
+      return;
+    }
+    if (route.needs_json_body && !is_json_content_type(request.header("content-type"))) {
+      response->respond(
+          {415, {{"Content-Type", std::string(kTextPlain)}}, std::string(kMissingJsonContentType)});
+      return;
+    }
+    route.handler(state, std::move(request), std::move(response));
+  };
+}
+
+}  // namespace lm

@@ -1,0 +1,14 @@
+// The route table of the TGI-compatible HTTP API: method + path -> handler, with TGI's API-key
+// check on generation routes, CORS, JSON content-type checks, 404 for unknown paths and 405 for
+// known paths with another method.
+#pragma once
+
+#include "server/http_types.h"
+#include "server/server_state.h"
+
+namespace lm {
+
+// The handler the HttpServer calls for every request. `state` must outlive it.
+HttpHandler make_router(ServerState& state);
+
+}  // namespace lm

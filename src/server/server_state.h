@@ -1,0 +1,67 @@
+// What every route handler shares: the tokenizer, the engine, metrics, limits and the settings
+// of the HTTP surface. Built once at start by the launcher; handlers only read it (counters are
+// atomic).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/generate_request.h"
+#include "server/info_response.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lm {
+
+struct ServerState {
+  const Tokenizer* tokenizer = nullptr;
+  Engine* engine = nullptr;
+  Metrics metrics;
+  ValidationLimits limits;
+  InfoBody info;
+  std::string compute_type = "cpu";
+  int64_t max_concurrent_requests = 128;
+  std::atomic<int64_t> requests_in_flight{0};  // concurrency permits taken
+  std::optional<std::string> api_key;
+  std::vector<std::string> cors_allow_origin;  // empty: any origin
+  std::atomic<bool> healthy{true};
+};
+
+// TGI's concurrency permit: taken before a generation starts (else 429), released when its
+// response is done or dropped. Move-only.
+class ConcurrencyPermit {
+ public:
+  static std::optional<ConcurrencyPermit> try_acquire(ServerState& state, int64_t count = 1);
+  ConcurrencyPermit(ConcurrencyPermit&& other) noexcept
+      : state_(other.state_), count_(other.count_) {
+    other.state_ = nullptr;
+  }
+  ConcurrencyPermit& operator=(ConcurrencyPermit&&) = delete;
+  ConcurrencyPermit(const ConcurrencyPermit&) = delete;
+  ~ConcurrencyPermit() {
+    if (state_ != nullptr) state_->requests_in_flight -= count_;
+  }
+
+ private:
+  ConcurrencyPermit(ServerState* state, int64_t count) : state_(state), count_(count) {}
+  ServerState* state_;
+  int64_t count_;
+};
+
+inline std::optional<ConcurrencyPermit> ConcurrencyPermit::try_acquire(ServerState& state,
+                                                                       int64_t count) {
+  int64_t current = state.requests_in_flight.load();
+  do {
+    if (current + count > state.max_concurrent_requests) return std::nullopt;
+  } while (!state.requests_in_flight.compare_exchange_weak(current, current + count));
+  return ConcurrencyPermit(&state, count);
+}
+
+// Registers TGI's metric descriptions and histogram buckets.
+void register_tgi_metrics(Metrics& metrics, int64_t max_input_tokens, int64_t max_total_tokens);
+
+}  // namespace lm
