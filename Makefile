@@ -29,10 +29,9 @@ fixtures-test: setup
 test: build fixtures-test format-check
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-PROMPT ?= The three primary colors are
-# Until the HTTP server lands (its own issue) this completes PROMPT with the default model.
+# Serves the default model with TGI's API on :8080 (Ctrl-C or SIGTERM drains and exits).
 run: build
-	$(BUILD_DIR)/src/app/text-generation-launcher generate --model-id $(MODEL) --prompt "$(PROMPT)" --max-new-tokens 64
+	$(BUILD_DIR)/src/app/text-generation-launcher --model-id $(MODEL) --port 8080
 
 # Development only: the heavy reference tools (torch, transformers, llama-cpp-python).
 dev-venv:

@@ -147,6 +147,7 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "Seconds to finish in-flight requests after SIGTERM")
       ->envname("GRACEFUL_TERMINATION_TIMEOUT")
       ->capture_default_str();
+  app.add_flag("-e,--env", a.env, "Print the runtime environment and exit");
   app.add_option("--num-threads", a.num_threads, "Compute threads (0: one per core)")
       ->envname("NUM_THREADS")
       ->capture_default_str();

@@ -4,7 +4,18 @@
 #include "loader/gguf_file.h"
 #include "loader/gguf_vocab_reader.h"
 
+#include <sys/stat.h>
+
 namespace lm {
+
+Status check_local_model_path(const std::string& model_id) {
+  struct stat st {};
+  if (::stat(model_id.c_str(), &st) == 0) return {};
+  return Error{"model '" + model_id +
+               "' is not a local folder or file; downloading from the Hugging Face Hub is not "
+               "supported yet: pass "
+               "--model-id a local model folder (config.json + safetensors) or a .gguf file"};
+}
 
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const std::string& model_path,
                                                       const LlamaModel& model) {

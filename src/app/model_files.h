@@ -10,6 +10,10 @@
 
 namespace lm {
 
+// A clear error for a --model-id that is neither a local folder nor a file (a Hub repository id:
+// downloads come with their own issue).
+Status check_local_model_path(const std::string& model_id);
+
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const std::string& model_path,
                                                       const LlamaModel& model);
 

@@ -4,11 +4,13 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "app/model_files.h"
 #include "base/log.h"
 #include "engine/engine.h"
+#include "kernels/cpu/isa.h"
 #include "runtime/model_executor.h"
 #include "runtime/warmup.h"
 #include "server/http_server.h"
@@ -39,11 +41,23 @@ void block_termination_signals() {
 }
 
 int run_server(const LauncherArgs& args) {
+  if (args.env) {
+    std::printf("Target: %s\nCompiler: g++ %s\nCPU kernels: %s\nThreads: %u\nModel id: %s\n",
+#if defined(__x86_64__)
+                "x86_64-linux-gnu",
+#else
+                "unknown",
+#endif
+                __VERSION__, kernels::isa_name(kernels::best_isa()),
+                std::thread::hardware_concurrency(), args.model_id.c_str());
+    return 0;
+  }
   set_json_logs(args.json_output);
   auto warnings = check_launcher_args(args);
   if (!warnings.ok()) return fail(warnings.error().message);
   for (const std::string& w : *warnings) log_warn(w);
 
+  if (Status s = check_local_model_path(args.model_id); !s.ok()) return fail(s.error().message);
   log_info(fmt::format("Loading {}", args.model_id));
   auto model = LlamaModel::load(args.model_id);
   if (!model.ok()) return fail(model.error().message);

@@ -69,6 +69,7 @@ bool StreamSink::on_token(const TokenEvent& event) {
 
 void StreamSink::on_error(const std::string& message) {
   done_ = true;
+  state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
   response_->write(stream_error_sse(generation_error(message)));
   response_->finish();
@@ -100,6 +101,7 @@ bool CollectingSink::on_token(const TokenEvent& event) {
 
 void CollectingSink::on_error(const std::string& message) {
   done_ = true;
+  state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
   SequenceOutcome outcome;
   outcome.error = generation_error(message);

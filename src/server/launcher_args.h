@@ -66,6 +66,7 @@ struct LauncherArgs {
   int64_t payload_limit = 2000000;
   bool enable_prefill_logprobs = false;
   int64_t graceful_termination_timeout = 90;
+  bool env = false;  // print the runtime environment and exit
   // Ours (no TGI twin): compute threads and the share of available RAM the KV cache may use
   // when max_batch_total_tokens is inferred.
   int64_t num_threads = 0;

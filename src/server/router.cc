@@ -60,13 +60,42 @@ void add_cors(const ServerState& state, const HttpRequest& request, HttpResponse
       "vary", "origin, access-control-request-method, access-control-request-headers");
 }
 
+void respond_unhealthy(ResponseStream& response) {
+  const ApiError e = unhealthy_error();
+  response.respond({e.status, {{"Content-Type", "application/json"}}, api_error_json(e)});
+}
+
+// After a generation failed, /health proves the model works again with a real one-token
+// generation (TGI's liveness prefill) before it reports healthy.
+class LivenessSink : public TokenSink {
+ public:
+  LivenessSink(ServerState& state, std::shared_ptr<ResponseStream> response)
+      : state_(state), response_(std::move(response)) {}
+  bool on_token(const TokenEvent&) override {
+    state_.healthy = true;
+    response_->respond({200, {}, ""});
+    return false;
+  }
+  void on_error(const std::string&) override { respond_unhealthy(*response_); }
+  bool cancelled() const override { return response_->closed(); }
+
+ private:
+  ServerState& state_;
+  std::shared_ptr<ResponseStream> response_;
+};
+
 void respond_health(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
   if (state.healthy) {
     response->respond({200, {}, ""});
-  } else {
-    const ApiError e = unhealthy_error();
-    response->respond({e.status, {{"Content-Type", "application/json"}}, api_error_json(e)});
+    return;
   }
+  EngineRequest liveness;
+  liveness.prompt_ids = state.tokenizer->encode("liveness", /*add_special_tokens=*/true);
+  liveness.max_new_tokens = 1;
+  liveness.ignore_eos = true;
+  auto sink = std::make_shared<LivenessSink>(state, response);
+  if (Status s = state.engine->submit(std::move(liveness), sink); !s.ok())
+    respond_unhealthy(*response);
 }
 
 void respond_metrics(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
