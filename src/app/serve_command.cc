@@ -11,11 +11,13 @@
 #include "base/log.h"
 #include "engine/engine.h"
 #include "kernels/cpu/isa.h"
+#include "runtime/kv_pool.h"
 #include "runtime/model_executor.h"
 #include "runtime/warmup.h"
 #include "server/http_server.h"
 #include "server/router.h"
 #include "server/server_state.h"
+#include "template/chat_template.h"
 
 namespace lm {
 namespace {
@@ -67,8 +69,7 @@ int run_server(const LauncherArgs& args) {
 
   ModelLimits limits;
   limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
-  limits.kv_bytes_per_token = config.num_hidden_layers * 2 * config.num_key_value_heads *
-                              config.head_dim * int64_t{sizeof(float)};
+  limits.kv_bytes_per_token = KvPool::bytes_per_token(config);
   auto settings = derive_serve_settings(args, limits, available_memory_bytes());
   if (!settings.ok()) return fail(settings.error().message);
   if (settings->max_batch_total_tokens_inferred) {
@@ -90,7 +91,7 @@ int run_server(const LauncherArgs& args) {
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
     engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
   }
-  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool));
+  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config));
 
   ServerState state;
   state.tokenizer = tokenizer->get();
@@ -104,6 +105,18 @@ int run_server(const LauncherArgs& args) {
   state.api_key = args.api_key;
   state.cors_allow_origin = args.cors_allow_origin;
   if (const char* compute_type = std::getenv("COMPUTE_TYPE")) state.compute_type = compute_type;
+  // The chat template: GGUF tokenizer.chat_template, or tokenizer_config.json's chat_template.
+  if (const std::string& source = (*tokenizer)->chat_template(); !source.empty()) {
+    auto compiled = ChatTemplate::compile(source);
+    if (compiled.ok()) {
+      state.chat_template = std::make_shared<const ChatTemplate>(std::move(*compiled));
+    } else {
+      log_warn(fmt::format("Could not parse the chat template ({}); chat requests will fail",
+                           compiled.error().message));
+    }
+  }
+  if (auto id = (*tokenizer)->bos_id()) state.bos_token = (*tokenizer)->token_text(*id);
+  if (auto id = (*tokenizer)->eos_id()) state.eos_token = (*tokenizer)->token_text(*id);
   state.info.model_id = args.model_id;
   state.info.max_concurrent_requests = static_cast<size_t>(args.max_concurrent_requests);
   state.info.max_best_of = static_cast<size_t>(args.max_best_of);

@@ -36,6 +36,15 @@ Status Engine::submit(EngineRequest request, std::shared_ptr<TokenSink> sink) {
                  std::to_string(request.max_new_tokens) + ") exceeds max_batch_total_tokens (" +
                  std::to_string(config_.max_batch_total_tokens) + ")"};
   }
+  // The last generated token is never computed, so its position needs no KV slot.
+  const int64_t num_blocks_needed =
+      (prompt_len + request.max_new_tokens - 1 + config_.block_size - 1) / config_.block_size;
+  if (num_blocks_needed > kv_num_blocks(config_) - 1) {
+    return Error{"the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
+                 std::to_string(request.max_new_tokens) + ") needs " +
+                 std::to_string(num_blocks_needed) + " KV cache blocks but the cache has " +
+                 std::to_string(kv_num_blocks(config_) - 1)};
+  }
   LM_RETURN_IF_ERROR(executor_->check_request(request));
   {
     std::lock_guard lock(mutex_);
@@ -143,6 +152,11 @@ void Engine::publish_stats(int64_t num_batch_tokens) {
   stats_.num_batch_tokens = num_batch_tokens;
   stats_.num_reserved_tokens = scheduler_.num_reserved_tokens();
   stats_.total_steps = total_steps_;
+  stats_.num_blocks_used = scheduler_.num_blocks_used();
+  stats_.num_blocks_total = scheduler_.num_blocks_total();
+  stats_.prefix_cache_query_tokens = scheduler_.prefix_cache_query_tokens();
+  stats_.prefix_cache_hit_tokens = scheduler_.prefix_cache_hit_tokens();
+  stats_.num_preemptions = scheduler_.num_preemptions();
 }
 
 }  // namespace lm

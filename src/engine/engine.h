@@ -27,6 +27,12 @@ struct EngineStats {
   int64_t num_batch_tokens = 0;     // tokens computed by the last step
   int64_t num_reserved_tokens = 0;  // prompt + max_new_tokens over running sequences
   int64_t total_steps = 0;          // steps run since start
+  int64_t num_blocks_used = 0;      // KV blocks referenced by running sequences
+  int64_t num_blocks_total = 0;     // usable KV blocks (block 0 is reserved)
+  // Counters since start: tokens looked up in the prefix cache on admission and those found.
+  int64_t prefix_cache_query_tokens = 0;
+  int64_t prefix_cache_hit_tokens = 0;
+  int64_t num_preemptions = 0;  // running sequences sent back to the queue for lack of blocks
 };
 
 class Engine {
@@ -39,8 +45,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request; `sink` then receives its tokens on the engine thread. Fails at once when
-  // the request can never run (empty prompt, no new tokens, over the batch token budget, rejected
-  // by the executor) or the engine no longer accepts work.
+  // the request can never run (empty prompt, no new tokens, over the batch token budget or the KV
+  // cache, rejected by the executor) or the engine no longer accepts work.
   Status submit(EngineRequest request, std::shared_ptr<TokenSink> sink);
 
   // Stops accepting requests, finishes every queued and running one, then joins the thread.

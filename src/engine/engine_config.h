@@ -13,11 +13,25 @@ struct EngineConfig {
   std::optional<int64_t> max_batch_size;
   // Most prompt tokens computed in one step; longer prompts are split into chunks.
   int64_t max_batch_prefill_tokens = 4096;
-  // Most prompt + max_new_tokens summed over the running sequences; a request that does not fit
-  // waits at the head of the queue.
+  // Most prompt + max_new_tokens of one request (TGI's launcher checks max_total_tokens against
+  // it). Memory admission itself is by KV blocks below.
   int64_t max_batch_total_tokens = 16384;
+  // Tokens per KV cache block.
+  int64_t block_size = 16;
+  // KV cache blocks, block 0 included (reserved, never handed out). The launcher sets it from
+  // the memory it measured; 0 derives it from max_batch_total_tokens (see kv_num_blocks).
+  int64_t num_blocks = 0;
+  // Reuse the K/V of full blocks whose token prefix an earlier sequence computed (spec §5.5).
+  bool prefix_caching = true;
   // A generated id in this list finishes its sequence (unless the request ignores EOS).
   std::vector<int32_t> eos_token_ids;
 };
+
+// The block count the engine and the executor agree on: num_blocks, or when unset enough usable
+// blocks (beside the reserved one) for max_batch_total_tokens.
+inline int64_t kv_num_blocks(const EngineConfig& config) {
+  if (config.num_blocks > 0) return config.num_blocks;
+  return (config.max_batch_total_tokens + config.block_size - 1) / config.block_size + 1;
+}
 
 }  // namespace lm

@@ -14,6 +14,9 @@ struct EngineRequest {
   SamplingParams sampling;
   int64_t max_new_tokens = 1;
   bool ignore_eos = false;  // warm-up and benchmarks only
+  // False skips the prefix cache lookup so the whole prompt is computed (TGI does so for
+  // requests that return prompt logprobs).
+  bool use_prefix_cache = true;
 };
 
 }  // namespace lm

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -14,11 +15,16 @@ namespace lm {
 struct ScheduledSequence {
   const Sequence* sequence = nullptr;  // valid until Scheduler::update
   int64_t seq_id = 0;
-  int64_t first_position = 0;  // = the sequence's num_computed_tokens before the step
-  int64_t num_tokens = 0;      // tokens computed this step
+  // = the sequence's num_computed_tokens before the step: > 0 on admission after a prefix cache
+  // hit, 0 again when a preempted sequence is recomputed.
+  int64_t first_position = 0;
+  int64_t num_tokens = 0;  // tokens computed this step
   // True when the step reaches the end of the sequence's known tokens, so the executor samples
   // the next one from the last token's logits.
   bool samples = false;
+  // Physical KV blocks covering positions [0, first_position + num_tokens): position p's K/V
+  // lives in slot block_table[p / block_size] * block_size + p % block_size.
+  std::vector<int32_t> block_table;
 
   std::span<const int32_t> token_ids() const {
     LM_CHECK(first_position + num_tokens <= sequence->num_tokens());
@@ -29,6 +35,9 @@ struct ScheduledSequence {
 
 struct ScheduledBatch {
   std::vector<ScheduledSequence> sequences;  // running sequences first, in admission order
+  // (src, dst) blocks whose whole contents are copied before the step runs. The Scheduler shares
+  // only full blocks, so it never asks for a copy yet; kept for copy-on-write.
+  std::vector<std::pair<int32_t, int32_t>> block_copies;
 
   bool empty() const { return sequences.empty(); }
   int64_t num_tokens() const {

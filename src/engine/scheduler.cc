@@ -1,22 +1,37 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "base/check.h"
 
 namespace lm {
+namespace {
 
-Scheduler::Scheduler(EngineConfig config) : config_(std::move(config)) {
+int64_t size_of(const std::vector<int32_t>& v) { return static_cast<int64_t>(v.size()); }
+
+}  // namespace
+
+Scheduler::Scheduler(EngineConfig config)
+    : config_(std::move(config)), block_manager_(kv_num_blocks(config_), config_.block_size) {
   LM_CHECK(!config_.max_batch_size || *config_.max_batch_size >= 1);
   LM_CHECK(config_.max_batch_prefill_tokens >= 1);
   LM_CHECK(config_.max_batch_total_tokens >= 1);
 }
 
+int64_t Scheduler::num_blocks_for(int64_t num_tokens) const {
+  return (num_tokens + config_.block_size - 1) / config_.block_size;
+}
+
 bool Scheduler::fits_empty_batch(const EngineRequest& request) const {
   const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  // The last generated token is never computed, so its position needs no slot.
   return prompt_len >= 1 && request.max_new_tokens >= 1 &&
-         prompt_len + request.max_new_tokens <= config_.max_batch_total_tokens;
+         prompt_len + request.max_new_tokens <= config_.max_batch_total_tokens &&
+         num_blocks_for(prompt_len + request.max_new_tokens - 1) <=
+             block_manager_.num_usable_blocks();
 }
 
 int64_t Scheduler::add(EngineRequest request, std::shared_ptr<TokenSink> sink) {
@@ -26,40 +41,143 @@ int64_t Scheduler::add(EngineRequest request, std::shared_ptr<TokenSink> sink) {
   return seq_id;
 }
 
-bool Scheduler::can_admit(const Sequence& seq, int64_t prefill_budget) const {
-  if (config_.max_batch_size && num_running() >= *config_.max_batch_size) return false;
-  if (num_reserved_tokens_ + seq.max_tokens() > config_.max_batch_total_tokens) return false;
-  return prefill_budget > 0;
+Scheduler::PrefixMatch Scheduler::match_prefix(const Sequence& seq) const {
+  PrefixMatch match;
+  if (!config_.prefix_caching || !seq.request.use_prefix_cache) return match;
+  const int64_t bs = config_.block_size;
+  const int64_t max_blocks = (seq.num_tokens() - 1) / bs;  // the last token is always computed
+  uint64_t parent = BlockManager::kRootHash;
+  for (int64_t i = 0; i < max_blocks; ++i) {
+    auto tokens = std::span<const int32_t>(seq.token_ids)
+                      .subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
+    const uint64_t hash = BlockManager::hash_block(parent, tokens);
+    const std::optional<int32_t> block_id = block_manager_.lookup(hash, parent, tokens);
+    if (!block_id) {
+      match.next_hash = hash;
+      break;
+    }
+    match.block_ids.push_back(*block_id);
+    match.block_hashes.push_back(hash);
+    parent = hash;
+  }
+  return match;
+}
+
+void Scheduler::grow(Sequence& seq, int64_t num_tokens) {
+  while (size_of(seq.block_table) < num_blocks_for(num_tokens))
+    seq.block_table.push_back(block_manager_.allocate());
+}
+
+void Scheduler::hash_blocks(Sequence& seq, int64_t num_tokens,
+                            std::unordered_set<uint64_t>& pending) const {
+  if (!config_.prefix_caching) return;
+  const int64_t bs = config_.block_size;
+  for (auto i = static_cast<int64_t>(seq.block_hashes.size()); i < num_tokens / bs; ++i) {
+    const uint64_t parent =
+        i == 0 ? BlockManager::kRootHash : seq.block_hashes[static_cast<size_t>(i - 1)];
+    seq.block_hashes.push_back(BlockManager::hash_block(
+        parent, std::span<const int32_t>(seq.token_ids)
+                    .subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs))));
+    pending.insert(seq.block_hashes.back());
+  }
+}
+
+void Scheduler::free_blocks(Sequence& seq) {
+  // NOTE: tail first, so the LRU evicts a sequence's last blocks before the prefix others share.
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it)
+    block_manager_.release(*it);
+  seq.block_table.clear();
+  seq.block_hashes.clear();
+}
+
+void Scheduler::preempt_newest() {
+  std::unique_ptr<Sequence> seq = std::move(running_.back());
+  running_.pop_back();
+  free_blocks(*seq);
+  // Recompute: prompt and generated tokens are prefilled again (often from the prefix cache).
+  seq->num_computed_tokens = 0;
+  seq->status = SequenceStatus::kWaiting;
+  num_reserved_tokens_ -= seq->max_tokens();
+  waiting_.push_front(std::move(seq));
+  ++num_preemptions_;
+}
+
+ScheduledSequence Scheduler::entry(const Sequence& seq, int64_t num_tokens) const {
+  return ScheduledSequence{
+      .sequence = &seq,
+      .seq_id = seq.id,
+      .first_position = seq.num_computed_tokens,
+      .num_tokens = num_tokens,
+      .samples = seq.num_computed_tokens + num_tokens == seq.num_tokens(),
+      .block_table = seq.block_table,
+  };
 }
 
 ScheduledBatch Scheduler::schedule() {
   ScheduledBatch batch;
   int64_t prefill_budget = config_.max_batch_prefill_tokens;
-  auto schedule_tokens = [&](const Sequence& seq) {
-    const int64_t remaining = seq.num_tokens() - seq.num_computed_tokens;
-    int64_t n = remaining;
-    if (seq.is_prefilling()) {
-      n = std::min(remaining, prefill_budget);
-      prefill_budget -= n;
-    } else {
-      // A decoding sequence has only its newest sampled token left to compute.
-      LM_CHECK(remaining == 1);
+  std::unordered_set<uint64_t> pending;  // keys of the full blocks this step computes
+  bool preempted = false;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& seq = *running_[i];
+    const bool prefill = seq.needs_prefill();
+    const int64_t n = prefill ? std::min(seq.num_tokens() - seq.num_computed_tokens, prefill_budget)
+                              : 1;  // a decoding sequence has only its newest token left
+    if (n == 0) continue;
+    const int64_t end = seq.num_computed_tokens + n;
+    const int64_t num_new_blocks = num_blocks_for(end) - size_of(seq.block_table);
+    while (!block_manager_.can_allocate(num_new_blocks) && running_.size() > i + 1) {
+      preempt_newest();
+      preempted = true;
     }
-    if (n == 0) return;
-    batch.sequences.push_back(ScheduledSequence{.sequence = &seq,
-                                                .seq_id = seq.id,
-                                                .first_position = seq.num_computed_tokens,
-                                                .num_tokens = n,
-                                                .samples = n == remaining});
-  };
-  for (const std::unique_ptr<Sequence>& seq : running_) schedule_tokens(*seq);
-  while (!waiting_.empty() && can_admit(*waiting_.front(), prefill_budget)) {
-    std::unique_ptr<Sequence> seq = std::move(waiting_.front());
+    if (!block_manager_.can_allocate(num_new_blocks)) {
+      // The newest cannot grow even alone among newer ones: it yields. The oldest always fits
+      // (fits_empty_batch), so some older sequence is running.
+      LM_CHECK(i > 0);
+      preempt_newest();
+      preempted = true;
+      break;
+    }
+    grow(seq, end);
+    if (prefill) prefill_budget -= n;
+    hash_blocks(seq, end, pending);
+    batch.sequences.push_back(entry(seq, n));
+  }
+  // NOTE: no admission in a step that had to preempt: blocks are short, and a preempted sequence
+  // re-admitted at once would likely be preempted again next step.
+  while (!preempted && !waiting_.empty() && prefill_budget > 0) {
+    if (config_.max_batch_size && num_running() >= *config_.max_batch_size) break;
+    Sequence& seq = *waiting_.front();
+    PrefixMatch match = match_prefix(seq);
+    // NOTE: a block this very step computes for an earlier entry (best_of candidates, identical
+    // prompts arriving together) is not cached yet; the request waits one step and then reuses
+    // it rather than computing the same K/V twice. The executor never has to order writes
+    // between entries of a batch.
+    if (match.next_hash && pending.contains(*match.next_hash)) break;
+    const int64_t num_cached_tokens = size_of(match.block_ids) * config_.block_size;
+    const int64_t n = std::min(seq.num_tokens() - num_cached_tokens, prefill_budget);
+    const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);
+    const auto num_revived = static_cast<int64_t>(std::ranges::count_if(
+        match.block_ids, [&](int32_t id) { return block_manager_.is_evictable(id); }));
+    if (!block_manager_.can_allocate(num_new_blocks + num_revived)) break;
+
+    std::unique_ptr<Sequence> owned = std::move(waiting_.front());
     waiting_.pop_front();
-    seq->status = SequenceStatus::kRunning;
-    num_reserved_tokens_ += seq->max_tokens();
-    running_.push_back(std::move(seq));
-    schedule_tokens(*running_.back());
+    if (config_.prefix_caching && seq.request.use_prefix_cache) {
+      prefix_cache_query_tokens_ += seq.num_tokens();
+      prefix_cache_hit_tokens_ += num_cached_tokens;
+    }
+    for (int32_t id : match.block_ids) block_manager_.acquire(id);
+    seq.block_table = std::move(match.block_ids);
+    seq.block_hashes = std::move(match.block_hashes);
+    seq.num_computed_tokens = num_cached_tokens;
+    seq.status = SequenceStatus::kRunning;
+    num_reserved_tokens_ += seq.max_tokens();
+    running_.push_back(std::move(owned));
+    grow(seq, num_cached_tokens + n);
+    prefill_budget -= n;
+    hash_blocks(seq, num_cached_tokens + n, pending);
+    batch.sequences.push_back(entry(seq, n));
   }
   return batch;
 }
@@ -80,10 +198,22 @@ StepOutput Scheduler::update(const ScheduledBatch& batch, std::span<const Sample
   LM_CHECK(static_cast<int64_t>(samples.size()) == batch.num_samples());
   StepOutput out;
   size_t sample_idx = 0;
+  const int64_t bs = config_.block_size;
   for (const ScheduledSequence& entry : batch.sequences) {
     Sequence* seq = find_running(entry.seq_id);
     LM_CHECK(seq != nullptr && seq->num_computed_tokens == entry.first_position);
     seq->num_computed_tokens += entry.num_tokens;
+    if (config_.prefix_caching) {
+      // The blocks this step filled now hold computed K/V: later prompts may reuse them.
+      for (int64_t i = entry.first_position / bs; i < seq->num_computed_tokens / bs; ++i) {
+        const auto idx = static_cast<size_t>(i);
+        (void)block_manager_.cache(
+            seq->block_table[idx], seq->block_hashes[idx],
+            i == 0 ? BlockManager::kRootHash : seq->block_hashes[idx - 1],
+            std::span<const int32_t>(seq->token_ids)
+                .subspan(idx * static_cast<size_t>(bs), static_cast<size_t>(bs)));
+      }
+    }
     if (!entry.samples) continue;
     const SampleResult& token = samples[sample_idx++];
     seq->token_ids.push_back(token.id);
@@ -122,9 +252,38 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::remove_if(
   take(waiting_);
   const size_t num_waiting_removed = removed.size();
   take(running_);
-  for (size_t i = num_waiting_removed; i < removed.size(); ++i)
+  for (size_t i = num_waiting_removed; i < removed.size(); ++i) {
     num_reserved_tokens_ -= removed[i]->max_tokens();
+    free_blocks(*removed[i]);
+  }
   return removed;
+}
+
+Status Scheduler::check_invariants() const {
+  LM_RETURN_IF_ERROR(block_manager_.check_invariants());
+  std::map<int32_t, int32_t> refs;
+  for (const std::unique_ptr<Sequence>& seq : running_) {
+    if (size_of(seq->block_table) != num_blocks_for(seq->num_computed_tokens))
+      return Error{"sequence " + std::to_string(seq->id) + ": its block table does not cover " +
+                   "exactly its computed tokens"};
+    if (config_.prefix_caching && static_cast<int64_t>(seq->block_hashes.size()) !=
+                                      seq->num_computed_tokens / config_.block_size)
+      return Error{"sequence " + std::to_string(seq->id) + ": its hash chain does not cover " +
+                   "exactly its full computed blocks"};
+    for (int32_t id : seq->block_table) ++refs[id];
+  }
+  for (const std::unique_ptr<Sequence>& seq : waiting_) {
+    if (!seq->block_table.empty() || seq->num_computed_tokens != 0)
+      return Error{"waiting sequence " + std::to_string(seq->id) + " holds blocks"};
+  }
+  for (int32_t id = 1; id < block_manager_.num_blocks(); ++id) {
+    const auto it = refs.find(id);
+    if (block_manager_.ref_count(id) != (it == refs.end() ? 0 : it->second))
+      return Error{"block " + std::to_string(id) + ": reference count " +
+                   std::to_string(block_manager_.ref_count(id)) + " but " +
+                   std::to_string(it == refs.end() ? 0 : it->second) + " table entries"};
+  }
+  return {};
 }
 
 }  // namespace lm

@@ -1,15 +1,20 @@
-// Scheduler: which sequences compute which tokens each step, under TGI's budgets (spec §5.3), and
-// what their results mean (length, then EOS). Plain data: no threads, clocks, logging or sinks
-// called; the Engine owns one and is its only caller.
+// Scheduler: which sequences compute which tokens each step, under TGI's budgets (spec §5.3) and
+// the KV blocks left (preempting by recompute when they run out), and what their results mean
+// (length, then EOS). Plain data: no threads, clocks, logging or sinks called; the Engine owns one
+// and is its only caller.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
+#include "base/result.h"
+#include "engine/block_manager.h"
 #include "engine/engine_config.h"
 #include "engine/engine_request.h"
 #include "engine/sampled_token.h"
@@ -38,41 +43,80 @@ class Scheduler {
   // Appends a request to the FIFO queue; returns its sequence id (increasing from 0). The request
   // must fit an empty batch (Engine::submit checks it with fits_empty_batch).
   int64_t add(EngineRequest request, std::shared_ptr<TokenSink> sink);
+  // A non-empty prompt and max_new_tokens within max_batch_total_tokens whose K/V fits the whole
+  // cache, so it can always run once it is the oldest sequence.
   bool fits_empty_batch(const EngineRequest& request) const;
 
-  // Running sequences first: each prefilling one takes the next chunk of its prompt the prefill
-  // budget allows, each decoding one its single new token. Then waiting sequences are admitted
-  // in FIFO order while the batch-size, token and prefill budgets allow; the first that does not
-  // fit stops admission (head-of-line blocking, no skipping ahead). A prompt longer than the
-  // prefill budget left is admitted with a chunk of it (TGI's chunked prefill); the rest follows
-  // in later steps.
+  // Running sequences first, in admission order: each prefilling one takes the next chunk of its
+  // prompt the prefill budget allows, each decoding one its single new token, growing its block
+  // table by whole blocks. When the blocks run out, the newest running sequence is preempted
+  // (blocks freed, num_computed_tokens reset to 0, back to the front of the queue) until the
+  // older one fits. Then, unless this step preempted, waiting sequences are admitted in FIFO
+  // order while the batch size, prefill budget and free blocks allow, each starting after its
+  // cached prefix; the first that does not fit stops admission (head-of-line blocking, no
+  // skipping ahead). A prompt longer than the prefill budget left is admitted with a chunk of it
+  // (TGI's chunked prefill); the rest follows in later steps.
   ScheduledBatch schedule();
 
-  // Applies a computed batch: advances num_computed_tokens, appends the sampled tokens (one per
-  // entry with `samples`, in order), finishes sequences on length then EOS and removes them.
+  // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, appends
+  // the sampled tokens (one per entry with `samples`, in order), finishes sequences on length
+  // then EOS and removes them (freeing their blocks).
   StepOutput update(const ScheduledBatch& batch, std::span<const SampleResult> samples);
 
-  // Removes every waiting or running sequence matching `pred` (cancelled, stopped, failed) and
-  // hands them back so the caller can notify their sinks.
+  // Removes every waiting or running sequence matching `pred` (cancelled, stopped, failed), frees
+  // their blocks and hands them back so the caller can notify their sinks.
   std::vector<std::unique_ptr<Sequence>> remove_if(
       const std::function<bool(const Sequence&)>& pred);
+
+  // Between steps: the block manager's invariants, every reference held by exactly the running
+  // sequences' block tables, and each table covering exactly its computed tokens. For tests.
+  Status check_invariants() const;
+  const BlockManager& block_manager() const { return block_manager_; }
 
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   // Sum of max_tokens() over running sequences (TGI's batch max_tokens gauge).
   int64_t num_reserved_tokens() const { return num_reserved_tokens_; }
+  int64_t num_blocks_used() const { return block_manager_.num_used_blocks(); }
+  int64_t num_blocks_total() const { return block_manager_.num_usable_blocks(); }
+  // Counters since start: prompt (and recomputed) tokens looked up in the prefix cache on
+  // admission, how many of them were found, and preemptions.
+  int64_t prefix_cache_query_tokens() const { return prefix_cache_query_tokens_; }
+  int64_t prefix_cache_hit_tokens() const { return prefix_cache_hit_tokens_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
 
  private:
-  bool can_admit(const Sequence& seq, int64_t prefill_budget) const;
+  // The longest run of cached full blocks at the start of a sequence's tokens, leaving at least
+  // its last token to compute, and the key of the first full block after it that missed.
+  struct PrefixMatch {
+    std::vector<int32_t> block_ids;
+    std::vector<uint64_t> block_hashes;
+    std::optional<uint64_t> next_hash;
+  };
+
+  int64_t num_blocks_for(int64_t num_tokens) const;
+  PrefixMatch match_prefix(const Sequence& seq) const;
+  // Allocates blocks until the table covers `num_tokens`; can_allocate must hold.
+  void grow(Sequence& seq, int64_t num_tokens);
+  // Extends the hash chain over the full blocks of [0, num_tokens) and adds the new keys to
+  // `pending` (blocks this step computes).
+  void hash_blocks(Sequence& seq, int64_t num_tokens, std::unordered_set<uint64_t>& pending) const;
+  void free_blocks(Sequence& seq);
+  void preempt_newest();
+  ScheduledSequence entry(const Sequence& seq, int64_t num_tokens) const;
   Sequence* find_running(int64_t seq_id);
   bool is_eos(int32_t id) const;
 
   EngineConfig config_;
+  BlockManager block_manager_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   int64_t num_reserved_tokens_ = 0;
   int64_t next_seq_id_ = 0;
+  int64_t prefix_cache_query_tokens_ = 0;
+  int64_t prefix_cache_hit_tokens_ = 0;
+  int64_t num_preemptions_ = 0;
 };
 
 }  // namespace lm

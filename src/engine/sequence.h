@@ -30,6 +30,9 @@ struct Sequence {
   // Token slots the sequence may ever need: what TGI's max_batch_total_tokens budget counts.
   int64_t max_tokens() const { return num_prompt_tokens + request.max_new_tokens; }
   bool is_prefilling() const { return num_computed_tokens < num_prompt_tokens; }
+  // More than the newest token left to compute: a prompt, or a preempted sequence's prompt and
+  // generated tokens being recomputed. Such steps spend the prefill budget.
+  bool needs_prefill() const { return num_tokens() - num_computed_tokens > 1 || is_prefilling(); }
 
   int64_t id;
   EngineRequest request;
@@ -37,6 +40,10 @@ struct Sequence {
   std::vector<int32_t> token_ids;   // prompt, then generated tokens
   int64_t num_prompt_tokens;
   int64_t num_computed_tokens = 0;  // tokens whose K/V the executor holds
+  // Physical KV blocks for positions [0, block_table.size() * block_size); empty while waiting.
+  std::vector<int32_t> block_table;
+  // Prefix-cache keys of the leading full computed blocks (a hash chain), for the next one's.
+  std::vector<uint64_t> block_hashes;
   SequenceStatus status = SequenceStatus::kWaiting;
   std::optional<FinishReason> finish_reason;
 };

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "loader/gguf_file.h"
@@ -26,6 +27,41 @@ Tensor bias_view(const std::vector<float>& b) {
   if (b.empty()) return {};
   return Tensor{
       DType::kF32, {static_cast<int64_t>(b.size())}, const_cast<float*>(b.data()), Device::kCpu};
+}
+
+// RoPE frequencies for a batch: one set shared by every row, except under dynamic NTK scaling,
+// where each sequence's frequencies depend on how far that sequence reaches.
+struct BatchRope {
+  std::vector<RopeFrequencies> freqs;  // freqs[i] rotates rows [row_begins[i], row_begins[i + 1])
+  std::vector<int32_t> row_begins;
+};
+
+BatchRope batch_rope(const ModelConfig& c, const BatchInput& batch,
+                     const std::vector<float>& freq_factors) {
+  BatchRope rope;
+  if (c.rope.type != RopeType::kDynamic) {
+    rope.freqs.push_back(rope_frequencies(c, 0, freq_factors));
+    rope.row_begins = {0, static_cast<int32_t>(batch.num_tokens())};
+    return rope;
+  }
+  rope.row_begins.assign(batch.query_begins.begin(), batch.query_begins.end());
+  for (int64_t s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t last_row = batch.query_begins[static_cast<size_t>(s) + 1] - 1;
+    rope.freqs.push_back(
+        rope_frequencies(c, batch.positions[static_cast<size_t>(last_row)] + 1, freq_factors));
+  }
+  return rope;
+}
+
+void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, const int32_t* positions,
+                ops::RopeMode mode) {
+  for (size_t i = 0; i < rope.freqs.size(); ++i) {
+    const int64_t begin = rope.row_begins[i], end = rope.row_begins[i + 1];
+    if (begin == end) continue;
+    Tensor rows = rows_of(x, begin, end - begin);
+    ops::rope(rows, head_dim, positions + begin, rope.freqs[i].inv_freq.data(), mode,
+              rope.freqs[i].attention_scaling);
+  }
 }
 
 }  // namespace
@@ -55,52 +91,57 @@ void LlamaModel::resize_workspace(int64_t n) {
   ws_.x = Buffer({n, c.hidden_size});
   ws_.normed = Buffer({n, c.hidden_size});
   ws_.q = Buffer({n, c.num_attention_heads * c.head_dim});
+  ws_.k = Buffer({n, c.num_key_value_heads * c.head_dim});
+  ws_.v = Buffer({n, c.num_key_value_heads * c.head_dim});
   ws_.attn = Buffer({n, c.num_attention_heads * c.head_dim});
   ws_.gate = Buffer({n, c.intermediate_size});
   ws_.up = Buffer({n, c.intermediate_size});
 }
 
-void LlamaModel::forward(std::span<const int32_t> token_ids, int64_t first_position,
-                         KvCacheView& kv, bool all_logits, std::vector<float>& logits,
-                         ThreadPool& pool) {
+void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::vector<float>& logits,
+                               ThreadPool& pool) {
   const ModelConfig& c = config_;
-  const auto n = static_cast<int64_t>(token_ids.size());
-  LM_CHECK(n > 0 && first_position >= 0 && first_position + n <= kv.capacity());
+  const int64_t n = batch.num_tokens(), num_seqs = batch.num_seqs();
+  LM_CHECK(n > 0 && num_seqs > 0 && batch.query_begins.back() == n);
+  LM_CHECK(static_cast<int64_t>(batch.positions.size()) == n &&
+           static_cast<int64_t>(batch.slot_mapping.size()) == n);
+  LM_CHECK(static_cast<int64_t>(batch.block_tables.size()) == num_seqs * batch.max_blocks_per_seq);
   LM_CHECK(static_cast<int64_t>(kv.k.size()) == c.num_hidden_layers);
   resize_workspace(n);
   Tensor x = rows_of(ws_.x.view(), 0, n);            // [n, hidden] residual stream
   Tensor normed = rows_of(ws_.normed.view(), 0, n);  // [n, hidden]
   Tensor q = rows_of(ws_.q.view(), 0, n);            // [n, heads * head_dim]
+  Tensor k = rows_of(ws_.k.view(), 0, n);            // [n, kv_heads * head_dim]
+  Tensor v = rows_of(ws_.v.view(), 0, n);            // [n, kv_heads * head_dim]
   Tensor attn = rows_of(ws_.attn.view(), 0, n);      // [n, heads * head_dim]
   Tensor gate = rows_of(ws_.gate.view(), 0, n);      // [n, intermediate]
   Tensor up = rows_of(ws_.up.view(), 0, n);          // [n, intermediate]
 
-  std::vector<int32_t> positions(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    positions[static_cast<size_t>(i)] = static_cast<int32_t>(first_position + i);
-  const RopeFrequencies rope = rope_frequencies(c, first_position + n, weights_.rope_freq_factors);
+  std::vector<int32_t> first_positions(static_cast<size_t>(num_seqs));
+  for (int64_t s = 0; s < num_seqs; ++s)
+    first_positions[static_cast<size_t>(s)] = batch.positions[batch.query_begins[s]];
+  const BatchRope rope = batch_rope(c, batch, weights_.rope_freq_factors);
   const auto rope_mode =
       c.rope.layout == RopeLayout::kNeox ? ops::RopeMode::kNeox : ops::RopeMode::kInterleaved;
   const auto eps = static_cast<float>(c.rms_norm_eps);
 
-  ops::embedding(weights_.embed_tokens, token_ids.data(), n, x);
+  ops::embedding(weights_.embed_tokens, batch.token_ids.data(), n, x);
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const LlamaLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
-    Tensor k =
-        rows_of(kv.k[static_cast<size_t>(layer)], first_position, n);  // [n, kv_heads * head_dim]
-    Tensor v = rows_of(kv.v[static_cast<size_t>(layer)], first_position, n);
+    Tensor& k_pool = kv.k[static_cast<size_t>(layer)];  // [blocks, block_size, kv_heads, head_dim]
+    Tensor& v_pool = kv.v[static_cast<size_t>(layer)];
 
-    // Attention block: new K/V go straight into the cache rows of their positions.
+    // Attention block: new K/V go to their pool slots, then each sequence attends through its
+    // block table to everything it has so far.
     ops::rms_norm(x, w.input_layernorm.data(), normed, eps);
     ops::linear(normed, w.q_proj, bias_view(w.q_bias), q, pool);
     ops::linear(normed, w.k_proj, bias_view(w.k_bias), k, pool);
     ops::linear(normed, w.v_proj, bias_view(w.v_bias), v, pool);
-    ops::rope(q, c.head_dim, positions.data(), rope.inv_freq.data(), rope_mode,
-              rope.attention_scaling);
-    ops::rope(k, c.head_dim, positions.data(), rope.inv_freq.data(), rope_mode,
-              rope.attention_scaling);
-    ops::attention(q, kv.k[static_cast<size_t>(layer)], kv.v[static_cast<size_t>(layer)], attn,
-                   c.head_dim, first_position, pool);
+    apply_rope(rope, q, c.head_dim, batch.positions.data(), rope_mode);
+    apply_rope(rope, k, c.head_dim, batch.positions.data(), rope_mode);
+    ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
+    ops::paged_attention(q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
+                         batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs, pool);
     ops::linear(attn, w.o_proj, {}, normed, pool);
     ops::add(x, normed);
 
@@ -113,13 +154,52 @@ void LlamaModel::forward(std::span<const int32_t> token_ids, int64_t first_posit
     ops::add(x, normed);
   }
 
-  const int64_t rows = all_logits ? n : 1;
-  Tensor final_rows = rows_of(x, n - rows, rows);
+  // LM head only for the rows that sample: gather them, final norm, one matmul.
+  const auto rows = static_cast<int64_t>(batch.logit_rows.size());
   Tensor final_normed = rows_of(normed, 0, rows);
-  ops::rms_norm(final_rows, weights_.norm.data(), final_normed, eps);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t row = batch.logit_rows[static_cast<size_t>(r)];
+    LM_CHECK(row >= 0 && row < n);
+    std::copy_n(x.as<float>() + row * c.hidden_size, c.hidden_size,
+                final_normed.as<float>() + r * c.hidden_size);
+  }
+  ops::rms_norm(final_normed, weights_.norm.data(), final_normed, eps);
   logits.resize(static_cast<size_t>(rows * c.vocab_size));
   Tensor out{DType::kF32, {rows, c.vocab_size}, logits.data(), Device::kCpu};
-  ops::linear(final_normed, weights_.lm_head, {}, out, pool);
+  if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool);
+}
+
+void LlamaModel::forward(std::span<const int32_t> token_ids, int64_t first_position,
+                         KvCacheView& kv, bool all_logits, std::vector<float>& logits,
+                         ThreadPool& pool) {
+  // A contiguous cache is a pool of one block as long as the cache: slot = position.
+  const ModelConfig& c = config_;
+  const auto n = static_cast<int64_t>(token_ids.size());
+  LM_CHECK(n > 0 && first_position >= 0 && first_position + n <= kv.capacity());
+  PagedKvView paged;
+  const Shape pool_shape{1, kv.capacity(), c.num_key_value_heads, c.head_dim};
+  for (size_t layer = 0; layer < kv.k.size(); ++layer) {
+    LM_CHECK(kv.k[layer].dim(1) == c.num_key_value_heads * c.head_dim);
+    paged.k.push_back(Tensor{DType::kF32, pool_shape, kv.k[layer].data, kv.k[layer].device});
+    paged.v.push_back(Tensor{DType::kF32, pool_shape, kv.v[layer].data, kv.v[layer].device});
+  }
+  std::vector<int32_t> positions(static_cast<size_t>(n)), logit_rows;
+  std::vector<int64_t> slots(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    positions[static_cast<size_t>(i)] = static_cast<int32_t>(first_position + i);
+    slots[static_cast<size_t>(i)] = first_position + i;
+    if (all_logits || i == n - 1) logit_rows.push_back(static_cast<int32_t>(i));
+  }
+  const int32_t query_begins[] = {0, static_cast<int32_t>(n)};
+  const int32_t block_table[] = {0};
+  BatchInput batch{.token_ids = token_ids,
+                   .positions = positions,
+                   .slot_mapping = slots,
+                   .query_begins = query_begins,
+                   .block_tables = block_table,
+                   .max_blocks_per_seq = 1,
+                   .logit_rows = logit_rows};
+  forward_batch(batch, paged, logits, pool);
 }
 
 }  // namespace lm

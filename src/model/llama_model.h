@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "loader/weight_store.h"
+#include "model/batch_input.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
 #include "tensor/tensor.h"
@@ -36,16 +37,21 @@ class LlamaModel {
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
 
-  // Runs `token_ids` at positions [first_position, first_position + n), appending their K/V to
-  // `kv`. Writes logits [rows, vocab_size] for the last token (rows = 1) or for every token
-  // (rows = n) when all_logits.
+  // One step for every sequence of a batch: writes each token's K/V to its slot of `kv` and
+  // sets logits to [logit_rows, vocab_size]. Each Linear is one matmul over all the batch's rows.
+  void forward_batch(const BatchInput& batch, PagedKvView& kv, std::vector<float>& logits,
+                     ThreadPool& pool);
+
+  // One sequence over a contiguous cache: runs `token_ids` at positions [first_position,
+  // first_position + n), appending their K/V to `kv`. Writes logits [rows, vocab_size] for the
+  // last token (rows = 1) or for every token (rows = n) when all_logits.
   void forward(std::span<const int32_t> token_ids, int64_t first_position, KvCacheView& kv,
                bool all_logits, std::vector<float>& logits, ThreadPool& pool);
 
  private:
   struct Workspace {
     int64_t num_tokens = 0;
-    Buffer x, normed, q, attn, gate, up;
+    Buffer x, normed, q, k, v, attn, gate, up;
   };
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);

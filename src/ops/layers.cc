@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 
@@ -46,6 +47,42 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Te
   kernels::attention_causal(q.as<float>(), k_cache.as<float>(), v_cache.as<float>(),
                             out.as<float>(), num_tokens, num_heads, num_kv_heads, head_dim,
                             k_cache.dim(1), first_position, scale, pool);
+}
+
+void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
+              Tensor& v_pool) {
+  LM_CHECK(k.rank() == 2 && k.shape == v.shape && k_pool.rank() == 4 &&
+           k_pool.shape == v_pool.shape);
+  LM_CHECK(k.dtype == DType::kF32 && v.dtype == DType::kF32 && k_pool.dtype == DType::kF32 &&
+           v_pool.dtype == DType::kF32);
+  const int64_t kv_dim = k_pool.dim(2) * k_pool.dim(3);
+  const int64_t num_slots = k_pool.dim(0) * k_pool.dim(1);
+  LM_CHECK(k.dim(1) == kv_dim);
+  for (int64_t t = 0; t < k.dim(0); ++t) LM_CHECK(slot_mapping[t] < num_slots);
+  kernels::store_kv(k.as<float>(), v.as<float>(), slot_mapping, k_pool.as<float>(),
+                    v_pool.as<float>(), k.dim(0), kv_dim);
+}
+
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,
+                     const int32_t* query_begins, const int32_t* first_positions,
+                     const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
+                     ThreadPool& pool) {
+  LM_CHECK(q.rank() == 2 && out.shape == q.shape && k_pool.rank() == 4 &&
+           k_pool.shape == v_pool.shape);
+  LM_CHECK(q.dtype == DType::kF32 && out.dtype == DType::kF32 && k_pool.dtype == DType::kF32 &&
+           v_pool.dtype == DType::kF32);
+  const int64_t num_blocks = k_pool.dim(0), block_size = k_pool.dim(1);
+  const int64_t num_kv_heads = k_pool.dim(2), head_dim = k_pool.dim(3);
+  LM_CHECK(q.dim(1) % head_dim == 0);
+  const int64_t num_heads = q.dim(1) / head_dim;
+  LM_CHECK(num_heads % num_kv_heads == 0);
+  LM_CHECK(num_seqs >= 0 && query_begins[0] == 0 && query_begins[num_seqs] == q.dim(0));
+  for (int64_t i = 0; i < num_seqs * max_blocks_per_seq; ++i)
+    LM_CHECK(block_tables[i] >= 0 && block_tables[i] < num_blocks);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  kernels::paged_attention(q.as<float>(), k_pool.as<float>(), v_pool.as<float>(), out.as<float>(),
+                           query_begins, first_positions, block_tables, max_blocks_per_seq,
+                           num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, pool);
 }
 
 }  // namespace lm::ops

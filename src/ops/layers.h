@@ -1,5 +1,6 @@
 // Row-wise operators of the Llama block over fp32 activations: RMSNorm, SwiGLU, residual add,
-// rotary embeddings and causal attention over a contiguous KV cache.
+// rotary embeddings, causal attention over a contiguous KV cache, and the paged pool's K/V writes
+// and varlen attention.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,18 @@ void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* in
 // first_position + i.
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
                int64_t head_dim, int64_t first_position, ThreadPool& pool);
+
+// k, v: [num_tokens, num_kv_heads * head_dim]; k_pool, v_pool: [num_blocks, block_size,
+// num_kv_heads, head_dim]. Token t's rows go to slot slot_mapping[t] (skipped when negative).
+void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
+              Tensor& v_pool);
+
+// q, out: [num_tokens, num_heads * head_dim], sequence s owning rows [query_begins[s],
+// query_begins[s + 1]) at positions first_positions[s] + i; k_pool, v_pool as in store_kv,
+// read through block_tables [num_seqs, max_blocks_per_seq]. Causal within each sequence.
+void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,
+                     const int32_t* query_begins, const int32_t* first_positions,
+                     const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
+                     ThreadPool& pool);
 
 }  // namespace lm::ops

@@ -1,5 +1,6 @@
 // Contiguous K/V memory for one sequence: per layer [capacity, num_kv_heads * head_dim] fp32 for
-// keys and values. The paged, shared pool of the batching engine replaces it in its own issue.
+// keys and values. Used by the single-sequence Generator and warm-up; the engine's sequences
+// share the paged KvPool instead.
 #pragma once
 
 #include <vector>

@@ -5,10 +5,8 @@
 
 namespace lm {
 
-ModelExecutor::SequenceState::SequenceState(const ModelConfig& config, const Sequence& seq)
-    : cache(config, seq.max_tokens()),
-      sampler(seq.request.sampling, std::span<const int32_t>(seq.token_ids)
-                                        .first(static_cast<size_t>(seq.num_prompt_tokens))) {}
+ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config)
+    : model_(model), pool_(pool), kv_(model.config(), kv_num_blocks(config), config.block_size) {}
 
 Status ModelExecutor::check_request(const EngineRequest& request) const {
   const ModelConfig& config = model_.config();
@@ -26,28 +24,36 @@ Status ModelExecutor::check_request(const EngineRequest& request) const {
   return {};
 }
 
-ModelExecutor::SequenceState& ModelExecutor::state_for(const Sequence& seq) {
-  std::unique_ptr<SequenceState>& state = states_[seq.id];
-  if (!state) state = std::make_unique<SequenceState>(model_.config(), seq);
-  return *state;
+Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
+  std::unique_ptr<Sampler>& sampler = samplers_[seq.id];
+  if (!sampler) {
+    sampler = std::make_unique<Sampler>(
+        seq.request.sampling,
+        std::span<const int32_t>(seq.token_ids).first(static_cast<size_t>(seq.num_prompt_tokens)));
+  }
+  return *sampler;
 }
 
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
+  for (const auto& [src, dst] : batch.block_copies) kv_.copy_block(src, dst);
   std::vector<SampleResult> samples;
-  // NOTE: sequences run one forward each, one after another. The flat varlen forward over the
-  // whole batch (one matmul per layer for every token) arrives with the paged KV cache.
+  if (batch.empty()) return samples;
+  // One forward for every scheduled token: each weight matrix is read once per step.
+  inputs_.build(batch, kv_.block_size(), kv_.num_blocks());
+  model_.forward_batch(inputs_.view(), kv_.view(), logits_, pool_);
+
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  size_t row = 0;
   for (const ScheduledSequence& entry : batch.sequences) {
-    SequenceState& state = state_for(*entry.sequence);
-    model_.forward(entry.token_ids(), entry.first_position, state.cache.view(),
-                   /*all_logits=*/false, logits_, pool_);
-    if (!entry.samples) continue;  // a prompt chunk short of the end: its logits are not used
-    SampleResult token = state.sampler.sample(logits_);
-    state.sampler.observe(token.id);
+    Sampler& sampler = sampler_for(*entry.sequence);
+    if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
+    SampleResult token = sampler.sample(std::span<float>(logits_).subspan(row++ * vocab, vocab));
+    sampler.observe(token.id);
     samples.push_back(std::move(token));
   }
   return samples;
 }
 
-void ModelExecutor::release(int64_t seq_id) { states_.erase(seq_id); }
+void ModelExecutor::release(int64_t seq_id) { samplers_.erase(seq_id); }
 
 }  // namespace lm

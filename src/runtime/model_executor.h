@@ -1,5 +1,6 @@
-// ModelExecutor: the engine's Executor over a LlamaModel on the CPU. Owns each running sequence's
-// K/V cache and Sampler, created when the sequence is first scheduled and freed on release.
+// ModelExecutor: the engine's Executor over a LlamaModel on the CPU. Owns the paged K/V pool of
+// all sequences and each running sequence's Sampler (created on first sight, freed on release);
+// every step is one batched forward over all scheduled tokens.
 #pragma once
 
 #include <cstdint>
@@ -9,37 +10,40 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "engine/engine_config.h"
 #include "engine/executor.h"
 #include "model/llama_model.h"
-#include "runtime/kv_cache.h"
+#include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
+#include "runtime/step_inputs.h"
 
 namespace lm {
 
 class ModelExecutor final : public Executor {
  public:
   // `model` and `pool` must outlive the executor; while an Engine drives it, only the engine
-  // thread may use them.
-  ModelExecutor(LlamaModel& model, ThreadPool& pool) : model_(model), pool_(pool) {}
+  // thread may use them. The K/V pool gets kv_num_blocks(config) blocks of config.block_size.
+  ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config);
 
   Status check_request(const EngineRequest& request) const override;
   Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) override;
   void release(int64_t seq_id) override;
 
-  int64_t num_sequences() const { return static_cast<int64_t>(states_.size()); }
+  // Sequences holding a Sampler (seen and not yet released).
+  int64_t num_sequences() const { return static_cast<int64_t>(samplers_.size()); }
+  KvPool& kv_pool() { return kv_; }
 
  private:
-  struct SequenceState {
-    SequenceState(const ModelConfig& config, const Sequence& seq);
-    SequenceKvCache cache;  // [prompt + max_new_tokens] positions
-    Sampler sampler;
-  };
-  SequenceState& state_for(const Sequence& seq);
+  Sampler& sampler_for(const Sequence& seq);
 
   LlamaModel& model_;
   ThreadPool& pool_;
-  std::unordered_map<int64_t, std::unique_ptr<SequenceState>> states_;
-  std::vector<float> logits_;  // [vocab_size], reused across sequences
+  KvPool kv_;
+  // NOTE: a preempted sequence keeps its Sampler (RNG state, penalty counts), so its recompute
+  // continues exactly where it left off; only release frees it.
+  std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
+  StepInputs inputs_;
+  std::vector<float> logits_;  // [sampling sequences, vocab_size]
 };
 
 }  // namespace lm

@@ -114,23 +114,32 @@ void handle_generate(ServerState& state, HttpRequest request,
   const bool streaming =
       route == GenerateRoute::kGenerateStream || (route == GenerateRoute::kCompat && parsed.stream);
   state.metrics.increment("tgi_request_count");
+  // Streams always answer 200: TGI delivers validation and overload errors as one SSE event.
+  const size_t request_characters = count_characters(parsed.inputs);
+  auto fail = [&](const ApiError& error, const char* metric_label) {
+    if (!streaming) return respond_error(state, *response, error, metric_label);
+    state.metrics.increment("tgi_request_failure", metric_label);
+    response->start_stream(200, stream_response_headers(state.compute_type, request_characters));
+    response->write(stream_error_sse(error));
+    response->finish();
+  };
   if (auto error = validate_before_permit(parsed, state.limits, streaming)) {
-    return respond_error(state, *response, *error, "err=\"validation\"");
+    return fail(*error, "err=\"validation\"");
   }
   const auto num_candidates =
       static_cast<int64_t>(std::max<uint64_t>(parsed.parameters.best_of.value_or(1), 1));
   auto permit_or = ConcurrencyPermit::try_acquire(state, num_candidates);
-  if (!permit_or) return respond_error(state, *response, overloaded_error(), "err=\"overloaded\"");
+  if (!permit_or) return fail(overloaded_error(), "err=\"overloaded\"");
   auto permit = std::make_shared<ConcurrencyPermit>(std::move(*permit_or));
 
   auto valid_or = validate_parameters(std::move(parsed), state.limits, streaming);
   if (auto* error = std::get_if<ApiError>(&valid_or)) {
-    return respond_error(state, *response, *error, "err=\"validation\"");
+    return fail(*error, "err=\"validation\"");
   }
   ValidGenerateRequest valid = std::move(std::get<ValidGenerateRequest>(valid_or));
   std::vector<int32_t> ids = state.tokenizer->encode(valid.inputs, /*add_special_tokens=*/true);
   if (auto error = validate_lengths(valid, ids.size(), state.limits)) {
-    return respond_error(state, *response, *error, "err=\"validation\"");
+    return fail(*error, "err=\"validation\"");
   }
   if (ids.size() > valid.input_length)
     ids.erase(ids.begin(), ids.end() - valid.input_length);  // truncate
@@ -140,14 +149,23 @@ void handle_generate(ServerState& state, HttpRequest request,
   EngineRequest engine_request;
   engine_request.prompt_ids = ids;
   engine_request.sampling = sampling_of(valid);
-  // TGI produces long generations in 1024-token pieces it re-submits silently; the engine has no
-  // such limit, so the whole request runs as one sequence.
+  // TGI produces long generations in 1024-token pieces it re-submits silently until the request's
+  // max_new_tokens or max_total_tokens is reached; the engine has no piece limit, so the whole
+  // request runs as one sequence bounded the same way.
+  const auto room = static_cast<uint32_t>(state.limits.max_total_tokens -
+                                          std::min(state.limits.max_total_tokens, ids.size()));
   engine_request.max_new_tokens =
-      std::max<uint32_t>(valid.max_total_new_tokens, valid.max_new_tokens);
+      std::min(std::max<uint32_t>(valid.max_total_new_tokens, valid.max_new_tokens),
+               std::max<uint32_t>(room, 1));
   const std::optional<uint64_t> reported_seed =
       is_sampled(valid) ? std::optional(valid.seed) : std::nullopt;
-  const SequenceTextOptions text_options{valid.inputs, valid.return_full_text.value_or(false),
-                                         valid.stop};
+  // On POST / (and /invocations) a null return_full_text defaults to true when the model's Hub
+  // pipeline tag is text-generation or unknown (always unknown for local models); false elsewhere.
+  const bool default_full_text =
+      route == GenerateRoute::kCompat && (!state.info.model_pipeline_tag.has_value() ||
+                                          *state.info.model_pipeline_tag == "text-generation");
+  const SequenceTextOptions text_options{
+      valid.inputs, valid.return_full_text.value_or(default_full_text), valid.stop};
   const size_t compute_characters = count_characters(valid.inputs);
 
   if (streaming) {

@@ -9,7 +9,9 @@
 #include "server/generate_handler.h"
 #include "server/generate_request.h"
 #include "server/info_response.h"
+#include "server/openai_handler.h"
 #include "server/openapi.h"
+#include "server/token_offsets.h"
 
 namespace lm {
 namespace {
@@ -117,31 +119,7 @@ void respond_tokenize(ServerState& state, HttpRequest request,
   }
   const std::string& inputs = std::get<ParsedGenerateRequest>(parsed).inputs;
   const std::vector<int32_t> ids = state.tokenizer->encode(inputs, /*add_special_tokens=*/true);
-  // Byte offsets from incremental decoding: the text each token adds, located in `inputs`.
-  std::vector<TokenizeEntry> entries;
-  size_t cursor = 0;
-  std::vector<int32_t> prefix;
-  std::string decoded;
-  for (int32_t id : ids) {
-    prefix.push_back(id);
-    std::string now = state.tokenizer->decode(prefix, /*skip_special_tokens=*/false);
-    std::string piece = now.size() >= decoded.size() ? now.substr(decoded.size()) : std::string();
-    decoded = std::move(now);
-    TokenizeEntry e;
-    e.id = static_cast<uint32_t>(id);
-    const size_t at = piece.empty() ? std::string::npos : inputs.find(piece, cursor);
-    if (at != std::string::npos && !state.tokenizer->is_special(id)) {
-      e.start = at;
-      e.stop = at + piece.size();
-      e.text = piece;
-      cursor = e.stop;
-    } else {
-      e.start = e.stop = cursor;
-      e.text =
-          state.tokenizer->is_special(id) ? std::string(state.tokenizer->token_text(id)) : piece;
-    }
-    entries.push_back(std::move(e));
-  }
+  const std::vector<TokenizeEntry> entries = token_offsets(*state.tokenizer, inputs, ids);
   response->respond({200, {{"Content-Type", "application/json"}}, tokenize_response_json(entries)});
 }
 
@@ -160,7 +138,10 @@ std::map<std::pair<std::string, std::string>, Route> route_table() {
   t[{"POST", "/generate"}] = {true, true, generate(GenerateRoute::kGenerate)};
   t[{"POST", "/generate_stream"}] = {true, true, generate(GenerateRoute::kGenerateStream)};
   t[{"POST", "/"}] = {true, true, generate(GenerateRoute::kCompat)};
-  t[{"POST", "/invocations"}] = {true, true, generate(GenerateRoute::kCompat)};
+  t[{"POST", "/invocations"}] = {true, true, handle_invocations};
+  t[{"POST", "/v1/chat/completions"}] = {true, true, handle_chat_completions};
+  t[{"POST", "/v1/completions"}] = {true, true, handle_completions};
+  t[{"POST", "/chat_tokenize"}] = {false, true, handle_chat_tokenize};
   t[{"POST", "/tokenize"}] = {true, true, respond_tokenize};
   t[{"GET", "/"}] = {false, false, respond_health};
   t[{"GET", "/health"}] = {false, false, respond_health};
@@ -213,7 +194,8 @@ HttpHandler make_router(ServerState& state) {
   auto table =
       std::make_shared<const std::map<std::pair<std::string, std::string>, Route>>(route_table());
   return [&state, table](HttpRequest request, std::shared_ptr<ResponseStream> raw) {
-    auto response = std::make_shared<CorsResponse>(state, request, std::move(raw));
+    auto response =
+        std::make_shared<CorsResponse>(state, request, state.keepalive.wrap(std::move(raw)));
     std::string path = request.path;
     if (path.size() > 1 && path.rfind("/docs/", 0) == 0) path = "/docs";  // Swagger UI's sub-paths
     if (request.method == "OPTIONS") {                                    // CORS preflight

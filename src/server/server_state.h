@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,9 +14,12 @@
 #include "server/generate_request.h"
 #include "server/info_response.h"
 #include "server/metrics.h"
+#include "server/sse_keepalive.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lm {
+
+class ChatTemplate;
 
 struct ServerState {
   const Tokenizer* tokenizer = nullptr;
@@ -29,6 +33,11 @@ struct ServerState {
   std::optional<std::string> api_key;
   std::vector<std::string> cors_allow_origin;  // empty: any origin
   std::atomic<bool> healthy{true};
+  SseKeepAlive keepalive;  // ":\n\n" on streams idle for 15 s
+  // The chat template (null: chat requests fail with template_error) and its bos/eos strings.
+  std::shared_ptr<const ChatTemplate> chat_template;
+  std::string bos_token;
+  std::string eos_token;
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released when its

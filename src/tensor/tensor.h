@@ -41,29 +41,31 @@ struct Tensor {
   }
 };
 
-// An owned, 64-byte aligned float32 host buffer for activations and workspaces.
+// An owned, zero-initialized, 64-byte aligned host buffer for activations, workspaces and the KV
+// pool. Large buffers come from anonymous mmap, so untouched pages (e.g. free KV blocks) cost no
+// RAM until first written.
 class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(Shape shape, DType dtype = DType::kF32);
-  Buffer(Buffer&&) noexcept = default;
-  Buffer& operator=(Buffer&&) noexcept = default;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
 
-  Tensor view() const { return {dtype_, shape_, storage_.data(), Device::kCpu}; }
-  float* f32() { return reinterpret_cast<float*>(storage_.data()); }
-  const float* f32() const { return reinterpret_cast<const float*>(storage_.data()); }
+  Tensor view() const { return {dtype_, shape_, data_, Device::kCpu}; }
+  float* f32() { return static_cast<float*>(data_); }
+  const float* f32() const { return static_cast<const float*>(data_); }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return num_elements(shape_); }
 
  private:
-  struct alignas(64) Line {
-    uint8_t bytes[64];
-  };
-  struct Storage {
-    std::vector<Line> lines;
-    void* data() const { return const_cast<Line*>(lines.data()); }
-  };
-  Storage storage_;
+  void release();
+
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  bool mapped_ = false;
   Shape shape_;
   DType dtype_ = DType::kF32;
 };

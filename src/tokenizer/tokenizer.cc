@@ -63,7 +63,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_parts(std::unique_ptr<Tokeniz
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(parts)));
 }
 
-void Tokenizer::encode_plain(std::string_view segment, bool at_origin,
+void Tokenizer::encode_plain(std::string_view segment, bool at_origin, bool parse_special,
                              std::vector<int32_t>& ids) const {
   std::string text(segment);
   if (parts_->normalizer) parts_->normalizer->normalize(text);
@@ -74,7 +74,7 @@ void Tokenizer::encode_plain(std::string_view segment, bool at_origin,
     parts_->normalized_matcher->split(text, normalized_segments);
   }
   for (const TextSegment& seg : normalized_segments) {
-    if (seg.id >= 0) {
+    if (seg.id >= 0 && (parse_special || !parts_->special[seg.id])) {
       ids.push_back(seg.id);
       continue;
     }
@@ -85,23 +85,60 @@ void Tokenizer::encode_plain(std::string_view segment, bool at_origin,
   }
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens,
+                                       bool parse_special_tokens) const {
+  const TextRange all{0, text.size()};
+  return encode(text, add_special_tokens,
+                parse_special_tokens ? std::span<const TextRange>() : std::span(&all, 1));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens,
+                                       std::span<const TextRange> plain_ranges) const {
   std::string valid;
+  TextRange all;
   if (!is_valid_utf8(text)) {
     valid = utf8_lossy(text);
     text = valid;
+    // Offsets moved: protect the whole text if anything was to be protected.
+    if (!plain_ranges.empty()) {
+      all = {0, text.size()};
+      plain_ranges = std::span(&all, 1);
+    }
   }
+  auto in_plain_range = [&](std::string_view seg) {
+    const size_t b = static_cast<size_t>(seg.data() - text.data()), e = b + seg.size();
+    for (const TextRange& r : plain_ranges) {
+      if (b < r.end && r.begin < e) return true;
+    }
+    return false;
+  };
   std::vector<int32_t> ids;
   if (add_special_tokens) ids = parts_->prefix_ids;
   std::vector<TextSegment> segments;
   parts_->raw_matcher->split(text, segments);
+  // Plain text, and special tokens demoted to text, are merged into runs tokenized as one text.
+  const char* run_begin = nullptr;
+  const char* run_end = nullptr;
+  bool run_protected = false;
+  auto flush_run = [&] {
+    if (run_begin == nullptr) return;
+    encode_plain(std::string_view(run_begin, static_cast<size_t>(run_end - run_begin)),
+                 run_begin == text.data(), !run_protected, ids);
+    run_begin = run_end = nullptr;
+    run_protected = false;
+  };
   for (const TextSegment& seg : segments) {
-    if (seg.id >= 0) {
+    const bool demoted = seg.id >= 0 && parts_->special[seg.id] && in_plain_range(seg.text);
+    if (seg.id >= 0 && !demoted) {
+      flush_run();
       ids.push_back(seg.id);
-    } else {
-      encode_plain(seg.text, seg.text.data() == text.data(), ids);
+      continue;
     }
+    if (run_begin == nullptr) run_begin = seg.text.data();
+    run_end = seg.text.data() + seg.text.size();
+    run_protected = run_protected || demoted || in_plain_range(seg.text);
   }
+  flush_run();
   if (add_special_tokens)
     ids.insert(ids.end(), parts_->suffix_ids.begin(), parts_->suffix_ids.end());
   return ids;

@@ -33,9 +33,20 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // add_special_tokens: the post-processor's BOS/EOS, as HF does. Added and special tokens written
-  // in the text are always recognized. Invalid UTF-8 in text is read as U+FFFD.
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // add_special_tokens: the post-processor's BOS/EOS, as HF does. Added tokens written in the text
+  // are recognized; special ones only when parse_special_tokens (false: their text is tokenized as
+  // plain text, HF's split_special_tokens). Invalid UTF-8 in text is read as U+FFFD.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true,
+                              bool parse_special_tokens = true) const;
+  // A byte range [begin, end) of the text given to encode.
+  struct TextRange {
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  // As encode, but special tokens are recognized only outside `plain_ranges`: inside them their
+  // text is ordinary text (user content inside a rendered chat prompt cannot forge a turn).
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
+                              std::span<const TextRange> plain_ranges) const;
   // Ids outside the vocabulary are skipped.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
 
@@ -54,7 +65,8 @@ class Tokenizer {
  private:
   explicit Tokenizer(std::unique_ptr<TokenizerParts> parts);
   static Result<std::unique_ptr<Tokenizer>> from_parts(std::unique_ptr<TokenizerParts> parts);
-  void encode_plain(std::string_view segment, bool at_origin, std::vector<int32_t>& ids) const;
+  void encode_plain(std::string_view segment, bool at_origin, bool parse_special,
+                    std::vector<int32_t>& ids) const;
 
   std::unique_ptr<TokenizerParts> parts_;
 };

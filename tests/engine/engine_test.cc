@@ -196,6 +196,8 @@ struct EngineFixture {
     c.max_batch_size = 4;
     c.max_batch_prefill_tokens = 8;
     c.max_batch_total_tokens = 64;
+    c.block_size = 4;
+    c.num_blocks = 64 / 4 + 1;  // 64 slots besides the reserved block
     return c;
   }
   bool idle() const {
@@ -310,6 +312,38 @@ TEST(Engine, SubmitRejectsRequestsThatCanNeverRun) {
   EXPECT_FALSE(f.engine->submit(request(-1, 2, 5), sink).ok());  // the executor's check
   EXPECT_TRUE(f.engine->submit(request(1, 10, 54), sink).ok());
   EXPECT_TRUE(sink->wait_done());
+}
+
+TEST(Engine, SubmitRejectsRequestsLargerThanTheKvCache) {
+  EngineConfig config = EngineFixture::small_config();
+  config.num_blocks = 5;  // 4 usable blocks of 4 tokens
+  EngineFixture f(config);
+  auto sink = std::make_shared<RecordingSink>();
+  Status too_big = f.engine->submit(request(1, 10, 8), sink);  // positions 0..16
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.error().message,
+            "the prompt (10 tokens) plus max_new_tokens (8) needs 5 KV cache blocks but the cache "
+            "has 4");
+  ASSERT_TRUE(f.engine->submit(request(1, 10, 7), sink).ok());
+  ASSERT_TRUE(sink->wait_done());
+  EXPECT_EQ(sink->ids(), expected_ids(1, 10, 7));
+}
+
+TEST(Engine, StatsCountBlocksAndPrefixCacheHits) {
+  EngineFixture f;
+  for (int i = 0; i < 2; ++i) {  // the second run finds the first's full prompt block cached
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(f.engine->submit(request(3, 8, 2), sink).ok());
+    ASSERT_TRUE(sink->wait_done());
+    EXPECT_EQ(sink->ids(), expected_ids(3, 8, 2));
+    EXPECT_TRUE(wait_until([&] { return f.idle(); }));
+  }
+  const EngineStats s = f.engine->stats();
+  EXPECT_EQ(s.num_blocks_total, 16);
+  EXPECT_EQ(s.num_blocks_used, 0);
+  EXPECT_EQ(s.prefix_cache_query_tokens, 16);
+  EXPECT_EQ(s.prefix_cache_hit_tokens, 4);  // whole blocks, leaving the last one to compute
+  EXPECT_EQ(s.num_preemptions, 0);
 }
 
 TEST(Engine, DrainFinishesQueuedAndRunningWorkThenRefusesMore) {

@@ -1,0 +1,30 @@
+// The paged KV cache's kernels: writing a flat batch's K/V rows into their pool slots, and causal
+// attention for a flat varlen batch whose positions are read through per-sequence block tables.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/cpu/isa.h"
+
+namespace lm::kernels {
+
+// k, v: [num_tokens, kv_dim]. k_pool, v_pool: [num_slots, kv_dim]. Token t's rows are copied to
+// slot slot_mapping[t]; a negative slot skips the token.
+void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
+              float* v_pool, int64_t num_tokens, int64_t kv_dim);
+
+// q, out: [num_tokens, num_heads, head_dim], the sequences' query rows back to back: sequence s
+// owns rows [query_begins[s], query_begins[s + 1]) (query_begins has num_seqs + 1 entries), its
+// row i sits at position first_positions[s] + i and attends to positions [0, that position].
+// k_pool, v_pool: [num_blocks, block_size, num_kv_heads, head_dim]; position p of sequence s
+// lives in block block_tables[s * max_blocks_per_seq + p / block_size], row p % block_size.
+// Grouped-query: head h reads kv head h / (num_heads / num_kv_heads). Flash-style online softmax
+// in tiles of positions (no score matrix), fp32, parallel over (token, head). out may alias q.
+void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
+                     const int32_t* query_begins, const int32_t* first_positions,
+                     const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
+                     int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int64_t block_size,
+                     float scale, ThreadPool& pool, Isa isa = best_isa());
+
+}  // namespace lm::kernels

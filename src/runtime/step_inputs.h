@@ -1,0 +1,39 @@
+// StepInputs: a ScheduledBatch turned into the flat varlen arrays one batched forward reads
+// (token ids, positions, slot mapping, query ranges, padded block tables, sampling rows).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduled_batch.h"
+#include "model/batch_input.h"
+
+namespace lm {
+
+class StepInputs {
+ public:
+  // Rebuilds every array for `batch` (reusing their memory); checks each block table covers its
+  // sequence's positions with blocks in [1, num_blocks).
+  void build(const ScheduledBatch& batch, int64_t block_size, int64_t num_blocks);
+  // Views of the arrays, valid until the next build.
+  BatchInput view() const;
+
+  const std::vector<int32_t>& token_ids() const { return token_ids_; }
+  const std::vector<int32_t>& positions() const { return positions_; }
+  const std::vector<int64_t>& slot_mapping() const { return slot_mapping_; }
+  const std::vector<int32_t>& query_begins() const { return query_begins_; }
+  const std::vector<int32_t>& block_tables() const { return block_tables_; }
+  int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
+  const std::vector<int32_t>& logit_rows() const { return logit_rows_; }
+
+ private:
+  std::vector<int32_t> token_ids_;     // [num_tokens]
+  std::vector<int32_t> positions_;     // [num_tokens]
+  std::vector<int64_t> slot_mapping_;  // [num_tokens]
+  std::vector<int32_t> query_begins_;  // [num_seqs + 1]
+  std::vector<int32_t> block_tables_;  // [num_seqs, max_blocks_per_seq_], padded with block 0
+  int64_t max_blocks_per_seq_ = 0;
+  std::vector<int32_t> logit_rows_;  // last row of each sampling sequence, in batch order
+};
+
+}  // namespace lm

@@ -1,0 +1,24 @@
+// JSON <-> template values: request JSON into values (key order kept), and Python json.dumps
+// formatting for the tojson filter as transformers defines it.
+#pragma once
+
+#include <string>
+
+#include "template/value.h"
+
+namespace lm::jinja {
+
+struct DumpOptions {
+  bool ensure_ascii = false;
+  bool sort_keys = false;
+  bool has_indent = false;
+  std::string indent;  // one level of indentation when has_indent
+  std::string item_separator = ", ";
+  std::string key_separator = ": ";
+};
+
+std::string dump_json(const Value& v, const DumpOptions& options);
+// Throws TemplateError naming `what` when the text is not valid JSON.
+Value parse_json_value(const std::string& text, const std::string& what);
+
+}  // namespace lm::jinja

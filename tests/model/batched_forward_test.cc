@@ -1,0 +1,252 @@
+// forward_batch over one mixed flat batch (two prefills of different lengths, decodes and a chunk
+// after existing K/V, scattered blocks of a shared pool) gives the logits the single-sequence
+// forward gives each sequence alone, for every tiny checkpoint.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/llama_model.h"
+#include "runtime/kv_cache.h"
+#include "runtime/kv_pool.h"
+
+namespace lm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kTestModels = fs::path(LM_BUILD_ROOT) / "test-models";
+constexpr int64_t kBlockSize = 4;
+
+std::vector<std::string> tiny_checkpoints() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kTestModels)) {
+    const std::string name = entry.path().filename().string();
+    if (fs::exists(entry.path() / "config.json") && name.find("smollm2") == std::string::npos)
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// One sequence of the test: `context` tokens already computed, then `tokens` new ones this step.
+struct TestSequence {
+  std::vector<int32_t> ids;  // all its tokens
+  int64_t context = 0;
+  std::vector<int32_t> block_table;
+};
+
+// Flat inputs for the sequences' tokens [begin(s), end(s)), every row's logits requested.
+struct FlatBatch {
+  std::vector<int32_t> token_ids, positions, query_begins{0}, block_tables, logit_rows;
+  std::vector<int64_t> slot_mapping;
+  int64_t max_blocks = 0;
+
+  BatchInput view() const {
+    return BatchInput{.token_ids = token_ids,
+                      .positions = positions,
+                      .slot_mapping = slot_mapping,
+                      .query_begins = query_begins,
+                      .block_tables = block_tables,
+                      .max_blocks_per_seq = max_blocks,
+                      .logit_rows = logit_rows};
+  }
+};
+
+FlatBatch flat_batch(const std::vector<TestSequence>& seqs, bool context_only,
+                     int64_t block_size = kBlockSize) {
+  FlatBatch b;
+  for (const TestSequence& s : seqs)
+    b.max_blocks = std::max(b.max_blocks, static_cast<int64_t>(s.block_table.size()));
+  for (const TestSequence& s : seqs) {
+    const int64_t begin = context_only ? 0 : s.context;
+    const int64_t end = context_only ? s.context : static_cast<int64_t>(s.ids.size());
+    if (begin == end) continue;
+    for (int64_t p = begin; p < end; ++p) {
+      b.logit_rows.push_back(static_cast<int32_t>(b.token_ids.size()));
+      b.token_ids.push_back(s.ids[static_cast<size_t>(p)]);
+      b.positions.push_back(static_cast<int32_t>(p));
+      b.slot_mapping.push_back(s.block_table[static_cast<size_t>(p / block_size)] * block_size +
+                               p % block_size);
+    }
+    b.query_begins.push_back(static_cast<int32_t>(b.token_ids.size()));
+    b.block_tables.insert(b.block_tables.end(), s.block_table.begin(), s.block_table.end());
+    b.block_tables.resize(static_cast<size_t>(b.max_blocks) * (b.query_begins.size() - 1), 0);
+  }
+  return b;
+}
+
+// Logits of rows [first, end) of `seq` run alone over a contiguous cache.
+std::vector<float> alone(LlamaModel& model, const TestSequence& seq, int64_t first, int64_t end,
+                         ThreadPool& pool) {
+  SequenceKvCache cache(model.config(), static_cast<int64_t>(seq.ids.size()));
+  std::vector<float> logits;
+  const std::span<const int32_t> ids(seq.ids);
+  if (first > 0)
+    model.forward(ids.first(static_cast<size_t>(first)), 0, cache.view(), false, logits, pool);
+  model.forward(ids.subspan(static_cast<size_t>(first), static_cast<size_t>(end - first)), first,
+                cache.view(), /*all_logits=*/true, logits, pool);
+  return logits;
+}
+
+void expect_close(std::span<const float> got, std::span<const float> want) {
+  ASSERT_EQ(got.size(), want.size());
+  float scale = 0.0f;
+  for (float w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5f * scale + 1e-6f) << "element " << i;
+}
+
+class BatchedForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BatchedForward, MixedBatchMatchesEachSequenceAlone) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
+  LlamaModel& model = **loaded;
+  ThreadPool pool(2);
+  const int32_t vocab = static_cast<int32_t>(model.config().vocab_size);
+
+  // Two prefills (13 and 5 tokens), decodes after 20 and 37 positions, a 4-token chunk after 9.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {0, 13}, {20, 1}, {0, 5}, {37, 1}, {9, 4}};
+  std::mt19937 rng(7);
+  std::vector<TestSequence> seqs;
+  int64_t num_blocks = 1;  // block 0 reserved
+  for (const auto& [context, num_new] : shapes) {
+    TestSequence s;
+    s.context = context;
+    for (int64_t i = 0; i < context + num_new; ++i)
+      s.ids.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)));
+    num_blocks += (context + num_new + kBlockSize - 1) / kBlockSize;
+    seqs.push_back(std::move(s));
+  }
+  num_blocks += 3;  // spare blocks nobody owns
+  std::vector<int32_t> ids(static_cast<size_t>(num_blocks - 1));
+  std::iota(ids.begin(), ids.end(), 1);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (TestSequence& s : seqs) {
+    const auto n = (static_cast<int64_t>(s.ids.size()) + kBlockSize - 1) / kBlockSize;
+    for (int64_t i = 0; i < n; ++i) s.block_table.push_back(ids[next++]);
+  }
+
+  KvPool kv(model.config(), num_blocks, kBlockSize);
+  std::vector<float> logits;
+  // Step 1: the existing context of the sequences that have one, batched as well.
+  const FlatBatch context = flat_batch(seqs, /*context_only=*/true);
+  model.forward_batch(context.view(), kv.view(), logits, pool);
+  // Step 2: the mixed step.
+  const FlatBatch step = flat_batch(seqs, /*context_only=*/false);
+  model.forward_batch(step.view(), kv.view(), logits, pool);
+
+  const auto v = static_cast<size_t>(vocab);
+  size_t row = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    SCOPED_TRACE("sequence " + std::to_string(s));
+    const auto end = static_cast<int64_t>(seqs[s].ids.size());
+    const std::vector<float> want = alone(model, seqs[s], seqs[s].context, end, pool);
+    const size_t rows = static_cast<size_t>(end - seqs[s].context);
+    expect_close(std::span<const float>(logits).subspan(row * v, rows * v), want);
+    row += rows;
+  }
+}
+
+TEST_P(BatchedForward, LogitsOnlyForTheRequestedRows) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  LlamaModel& model = **loaded;
+  ThreadPool pool(2);
+  TestSequence a{{1, 2, 3, 4, 5, 6}, 0, {3, 1}};
+  TestSequence b{{7, 8, 9}, 0, {2}};
+  FlatBatch batch = flat_batch({a, b}, false);
+  std::vector<float> all;
+  KvPool kv(model.config(), 4, kBlockSize);
+  model.forward_batch(batch.view(), kv.view(), all, pool);
+  batch.logit_rows = {8, 5};  // b's last row, then a's
+  std::vector<float> some;
+  model.forward_batch(batch.view(), kv.view(), some, pool);
+  const auto v = static_cast<size_t>(model.config().vocab_size);
+  ASSERT_EQ(some.size(), 2 * v);
+  expect_close(std::span<const float>(some).first(v),
+               std::span<const float>(all).subspan(8 * v, v));
+  expect_close(std::span<const float>(some).subspan(v),
+               std::span<const float>(all).subspan(5 * v, v));
+  batch.logit_rows.clear();
+  model.forward_batch(batch.view(), kv.view(), some, pool);
+  EXPECT_TRUE(some.empty());
+}
+
+// Decode tokens/s on the default model at several batch sizes: one forward_batch per step over
+// a shared pool versus one forward per sequence over its own cache (the pre-pool executor).
+// Run with --gtest_also_run_disabled_tests --gtest_filter='*DecodeThroughput*'.
+TEST(BatchedForwardBenchmark, DISABLED_DecodeThroughput) {
+  auto loaded =
+      LlamaModel::load(std::string(LM_REPO_ROOT) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  LlamaModel& model = **loaded;
+  ThreadPool pool(0);
+  constexpr int64_t kPrompt = 16, kSteps = 8, kBlock = 16;
+  const auto seconds_since = [](auto start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int64_t batch : {1, 4, 16, 64}) {
+    const int64_t blocks_per_seq = (kPrompt + kSteps + kBlock - 1) / kBlock;
+    std::vector<TestSequence> seqs(static_cast<size_t>(batch));
+    for (int64_t s = 0; s < batch; ++s) {
+      TestSequence& seq = seqs[static_cast<size_t>(s)];
+      for (int64_t i = 0; i < kPrompt + kSteps; ++i)
+        seq.ids.push_back(static_cast<int32_t>((s * 131 + i * 17 + 1) % 1000));
+      seq.context = kPrompt;
+      for (int64_t b = 0; b < blocks_per_seq; ++b)
+        seq.block_table.push_back(static_cast<int32_t>(1 + s * blocks_per_seq + b));
+    }
+    KvPool kv(model.config(), 1 + batch * blocks_per_seq, kBlock);
+    std::vector<float> logits;
+    model.forward_batch(flat_batch(seqs, /*context_only=*/true, kBlock).view(), kv.view(), logits,
+                        pool);
+    const auto batched_start = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < kSteps; ++step) {
+      for (TestSequence& seq : seqs) seq.ids.resize(static_cast<size_t>(seq.context + 1));
+      model.forward_batch(flat_batch(seqs, /*context_only=*/false, kBlock).view(), kv.view(),
+                          logits, pool);
+      for (TestSequence& seq : seqs) {
+        ++seq.context;
+        seq.ids.resize(static_cast<size_t>(kPrompt + kSteps), 7);
+      }
+    }
+    const double batched = static_cast<double>(batch * kSteps) / seconds_since(batched_start);
+
+    const int64_t loop_steps = batch >= 64 ? 2 : kSteps;
+    std::vector<std::unique_ptr<SequenceKvCache>> caches;
+    for (TestSequence& seq : seqs) {
+      caches.push_back(std::make_unique<SequenceKvCache>(model.config(), kPrompt + kSteps));
+      model.forward(std::span<const int32_t>(seq.ids).first(kPrompt), 0, caches.back()->view(),
+                    false, logits, pool);
+    }
+    const auto loop_start = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < loop_steps; ++step) {
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        model.forward(
+            std::span<const int32_t>(seqs[s].ids).subspan(static_cast<size_t>(kPrompt + step), 1),
+            kPrompt + step, caches[s]->view(), false, logits, pool);
+      }
+    }
+    const double loop = static_cast<double>(batch * loop_steps) / seconds_since(loop_start);
+    std::printf("batch %3lld: forward_batch %8.1f tok/s   per-sequence loop %8.1f tok/s  (x%.2f)\n",
+                static_cast<long long>(batch), batched, loop, batched / loop);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, BatchedForward, ::testing::ValuesIn(tiny_checkpoints()),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace lm

@@ -1,0 +1,149 @@
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace lm {
+namespace {
+
+ChatRequest chat(std::string_view body) {
+  auto parsed = parse_chat_request(body);
+  EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed)) << std::get<BodyRejection>(parsed).body;
+  return std::get<ChatRequest>(parsed);
+}
+
+BodyRejection chat_rejection(std::string_view body) {
+  auto parsed = parse_chat_request(body);
+  EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed)) << body;
+  return std::holds_alternative<BodyRejection>(parsed) ? std::get<BodyRejection>(parsed)
+                                                       : BodyRejection{};
+}
+
+TEST(ParseChatRequest, ReadsFieldsAndIgnoresUnknownOnes) {
+  ChatRequest r = chat(R"({"model":"tgi","messages":[{"role":"system","content":"Be brief."},
+    {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"image_url",
+    "image_url":{"url":"http://x/y.png"}}],"name":"bob"}],"max_completion_tokens":7,"n":2,
+    "temperature":0,"top_p":1,"stop":"END","seed":42,"logprobs":true,"top_logprobs":3,
+    "stream":true,"stream_options":{"include_usage":true},"frequency_penalty":0.5,
+    "presence_penalty":-1,"user":"someone","logit_bias":null,"tool_choice":"none",
+    "tools":[{"type":"function","function":{"name":"f"}}]})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].content, "Hi ![](http://x/y.png)");
+  EXPECT_EQ(r.max_tokens, 7u);
+  EXPECT_EQ(r.n, 2u);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r.seed, 42u);
+  EXPECT_TRUE(r.logprobs && r.stream && r.include_usage);
+  EXPECT_EQ(r.top_logprobs, 3u);
+  EXPECT_FALSE(r.uses_tools);  // tool_choice "none"
+  GenerateParameters p = chat_generate_parameters(r);
+  EXPECT_FALSE(p.do_sample);
+  EXPECT_FALSE(p.temperature.has_value());
+  EXPECT_FALSE(p.top_p.has_value());
+  EXPECT_EQ(p.top_n_tokens, 3u);
+  EXPECT_TRUE(p.details);
+  EXPECT_FALSE(p.adapter_id.has_value());
+}
+
+TEST(ParseChatRequest, AbsentTemperatureSamples) {
+  GenerateParameters p = chat_generate_parameters(chat(R"({"messages":[]})"));
+  EXPECT_TRUE(p.do_sample);
+  p = chat_generate_parameters(chat(R"({"messages":[],"temperature":0.7,"top_p":0.9})"));
+  EXPECT_TRUE(p.do_sample);
+  EXPECT_FLOAT_EQ(*p.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(*p.top_p, 0.9f);
+}
+
+TEST(ParseChatRequest, AssistantToolCallsBecomeJsonContent) {
+  ChatRequest r = chat(R"({"messages":[{"role":"assistant","tool_calls":[{"id":"0",
+    "type":"function","function":{"name":"f","arguments":{"a":1}}}]}]})");
+  EXPECT_NE(r.messages[0].content.find(R"("arguments":"{\"a\":1}")"), std::string::npos)
+      << r.messages[0].content;
+}
+
+TEST(ParseChatRequest, ShapeErrorsAre422AndSyntaxErrors400) {
+  EXPECT_EQ(chat_rejection("{").status, 400);
+  EXPECT_EQ(chat_rejection("[]").status, 422);
+  BodyRejection r = chat_rejection(R"({})");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.find("missing field `messages`"), std::string::npos);
+  r = chat_rejection(R"({"messages":[{"role":"user"}]})");
+  EXPECT_NE(r.body.find("messages[0]: missing field `content`"), std::string::npos) << r.body;
+  r = chat_rejection(R"({"messages":[{"role":"user","content":null}]})");
+  EXPECT_EQ(r.status, 422);
+  r = chat_rejection(R"({"messages":[{"role":"user","content":5}]})");
+  EXPECT_NE(r.body.find("messages[0].content: invalid type"), std::string::npos) << r.body;
+  r = chat_rejection(R"({"messages":[],"max_tokens":"ten"})");
+  EXPECT_NE(r.body.find("max_tokens: invalid type: string \"ten\""), std::string::npos) << r.body;
+  r = chat_rejection(R"({"messages":[],"n":-1})");
+  EXPECT_EQ(r.status, 422);
+  r = chat_rejection(R"({"messages":[],"stop":[1]})");
+  EXPECT_NE(r.body.find("stop[0]"), std::string::npos) << r.body;
+}
+
+TEST(ValidateChatRequest, ClearMessages) {
+  const ValidationLimits limits;
+  auto check = [&](std::string_view body) {
+    auto e = validate_chat_request(chat(body), limits, 4);
+    return e ? e->status == 422 ? e->error : "status " + std::to_string(e->status) : "";
+  };
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}]})"), "");
+  EXPECT_EQ(check(R"({"messages":[]})"), "Input validation error: `messages` must not be empty");
+  EXPECT_NE(check(R"({"messages":[{"role":"wizard","content":"x"}]})").find("`messages[0].role`"),
+            std::string::npos);
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"n":5})"),
+            "Input validation error: `n` must be > 0 and <= 4. Given: 5");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"n":0})"),
+            "Input validation error: `n` must be > 0 and <= 4. Given: 0");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":21})"),
+            "Input validation error: `top_logprobs` must be >= 0 and <= 5. Given: 21");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":3})"),
+            "Input validation error: `presence_penalty` must be >= -2.0 and <= 2.0");
+  EXPECT_NE(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}}]})")
+                .find("Tool error: tools are not supported"),
+            std::string::npos);
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],
+    "response_format":{"type":"json_object"}})"),
+            "Input validation error: grammar is not supported");
+}
+
+TEST(ParseCompletionRequest, PromptStringOrList) {
+  auto parsed = parse_completion_request(R"({"prompt":"a","echo":true,"logprobs":2,"n":2})");
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
+  CompletionRequest r = std::get<CompletionRequest>(parsed);
+  EXPECT_EQ(r.prompts, std::vector<std::string>{"a"});
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.logprobs, 2u);
+  parsed = parse_completion_request(R"({"prompt":["a","b"],"stop":["x","y"]})");
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
+  EXPECT_EQ(std::get<CompletionRequest>(parsed).prompts.size(), 2u);
+  parsed = parse_completion_request(R"({"prompt":[1,2]})");
+  EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed));
+  parsed = parse_completion_request(R"({"model":"x"})");
+  ASSERT_TRUE(std::holds_alternative<BodyRejection>(parsed));
+  EXPECT_NE(std::get<BodyRejection>(parsed).body.find("missing field `prompt`"), std::string::npos);
+}
+
+TEST(ValidateCompletionRequest, TgiErrors) {
+  const ValidationLimits limits;
+  auto v = [&](std::string_view body) {
+    return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
+                                       limits, 4, 4);
+  };
+  EXPECT_FALSE(v(R"({"prompt":"a"})").has_value());
+  EXPECT_EQ(v(R"({"prompt":"a","suffix":"b"})")->error_type, "suffix not supported");
+  EXPECT_EQ(v(R"({"prompt":["a","b","c","d","e"]})")->error_type, "batch size exceeded");
+  EXPECT_EQ(v(R"({"prompt":[]})")->status, 422);
+  EXPECT_EQ(v(R"({"prompt":"a","logprobs":6})")->status, 422);
+}
+
+TEST(InvocationShape, DispatchesByKey) {
+  EXPECT_EQ(invocation_shape(R"({"inputs":"x","messages":[]})"), InvocationShape::kGenerate);
+  EXPECT_EQ(invocation_shape(R"({"messages":[]})"), InvocationShape::kChat);
+  EXPECT_EQ(invocation_shape(R"({"prompt":"x"})"), InvocationShape::kCompletion);
+  EXPECT_EQ(invocation_shape(R"({"other":1})"), InvocationShape::kNone);
+  EXPECT_EQ(invocation_shape("{bad"), InvocationShape::kGenerate);
+}
+
+}  // namespace
+}  // namespace lm

@@ -1,0 +1,73 @@
+#include "server/openai_response.h"
+
+#include <gtest/gtest.h>
+
+namespace lm {
+namespace {
+
+const OpenAiMeta kMeta{"m", "3.3.6-dev0-native", 1700000000};
+
+TEST(OpenAiResponse, ChatCompletion) {
+  ChatChoice c;
+  c.content = "Hi";
+  c.finish_reason = chat_finish_reason(FinishReason::kEosToken);
+  EXPECT_EQ(chat_completion_json(kMeta, {c}, {5, 2}),
+            R"({"object":"chat.completion","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"message":)"
+            R"({"role":"assistant","content":"Hi"},"logprobs":null,"finish_reason":"stop"}],)"
+            R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
+}
+
+TEST(OpenAiResponse, ChatChunkWithLogprobs) {
+  ChatChunkChoice c;
+  c.index = 1;
+  c.content = "a";
+  c.logprob = ChatTokenLogprob{"a", -0.5f, {{"a", -0.5f}, {"b", -1.0f}}};
+  c.finish_reason = chat_finish_reason(FinishReason::kStopSequence);
+  EXPECT_EQ(chat_chunk_json(kMeta, c),
+            R"({"object":"chat.completion.chunk","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":1,"delta":)"
+            R"({"role":"assistant","content":"a"},"logprobs":{"content":[{"token":"a",)"
+            R"("logprob":-0.5,"top_logprobs":[{"token":"a","logprob":-0.5},{"token":"b",)"
+            R"("logprob":-1.0}]}]},"finish_reason":"stop_sequence"}],"usage":null})");
+  EXPECT_EQ(chat_usage_chunk_json(kMeta, {1, 2}),
+            R"({"object":"chat.completion.chunk","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[],"usage":)"
+            R"({"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})");
+}
+
+TEST(OpenAiResponse, CompletionChunksFollowTgiKeyOrder) {
+  CompletionChoice c;
+  c.text = "x";
+  EXPECT_EQ(completion_chunk_json(kMeta, c, std::nullopt),
+            R"({"object":"text_completion","id":"","created":1700000000,"choices":[{"index":0,)"
+            R"("text":"x","logprobs":null,"finish_reason":""}],"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native"})");
+  c.finish_reason = "eos_token";
+  c.logprobs = CompletionLogprobs{{"x"}, {-1.0f}, {{{"x", -1.0f}}}, {0}};
+  EXPECT_EQ(completion_chunk_json(kMeta, c, OpenAiUsage{3, 1}),
+            R"({"object":"text_completion","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"text":"x",)"
+            R"("logprobs":{"tokens":["x"],"token_logprobs":[-1.0],"top_logprobs":[{"x":-1.0}],)"
+            R"("text_offset":[0]},"finish_reason":"eos_token"}],"usage":{"prompt_tokens":3,)"
+            R"("completion_tokens":1,"total_tokens":4}})");
+}
+
+TEST(OpenAiResponse, Errors) {
+  EXPECT_EQ(openai_error_json(validation_error("bad")),
+            R"({"error":{"message":"Input validation error: bad","type":"validation",)"
+            R"("param":null,"code":null},"error_type":"validation"})");
+  EXPECT_EQ(openai_stream_error_sse("boom"),
+            "data:{\"error\":{\"message\":\"boom\",\"http_status_code\":422}}\n\n");
+  EXPECT_EQ(kSseDone, "data: [DONE]\n\n");
+}
+
+TEST(OpenAiResponse, ChatTokenize) {
+  TokenizeEntry e{1, "<|im_start|>", 0, 0};
+  EXPECT_EQ(chat_tokenize_json({e}, "<|im_start|>"),
+            R"({"tokenize_response":[{"id":1,"text":"<|im_start|>","start":0,"stop":0}],)"
+            R"("templated_text":"<|im_start|>"})");
+}
+
+}  // namespace
+}  // namespace lm
