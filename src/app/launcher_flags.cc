@@ -155,6 +155,14 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "Share of available RAM for the KV cache when --max-batch-total-tokens is unset")
       ->envname("KV_CACHE_MEMORY_FRACTION")
       ->capture_default_str();
+  app.add_option("--prefix-caching", a.prefix_caching,
+                 "Reuse the KV cache of shared prompt prefixes (true/false)")
+      ->envname("PREFIX_CACHING")
+      ->capture_default_str();
+  app.add_option("--kv-block-size", a.kv_block_size, "Tokens per KV cache block")
+      ->envname("KV_BLOCK_SIZE")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+      ->capture_default_str();
   app.add_option("--device", a.device, "cpu (cuda when built with it)")
       ->envname("DEVICE")
       ->capture_default_str();

@@ -88,9 +88,14 @@ int run_server(const LauncherArgs& args) {
   engine_config.max_batch_prefill_tokens = settings->max_batch_prefill_tokens;
   engine_config.max_batch_total_tokens = settings->max_batch_total_tokens;
   engine_config.eos_token_ids = config.eos_token_ids;
+  engine_config.block_size = args.kv_block_size;
+  engine_config.prefix_caching = args.prefix_caching;
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
     engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
   }
+  log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
+                       kv_num_blocks(engine_config), engine_config.block_size,
+                       engine_config.prefix_caching ? "on" : "off"));
   Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config));
 
   ServerState state;

@@ -149,6 +149,8 @@ void handle_generate(ServerState& state, HttpRequest request,
   EngineRequest engine_request;
   engine_request.prompt_ids = ids;
   engine_request.sampling = sampling_of(valid);
+  // TGI bypasses the prefix cache for requests that ask for prompt logprobs.
+  engine_request.use_prefix_cache = !valid.decoder_input_details;
   // TGI produces long generations in 1024-token pieces it re-submits silently until the request's
   // max_new_tokens or max_total_tokens is reached; the engine has no piece limit, so the whole
   // request runs as one sequence bounded the same way.

@@ -72,6 +72,8 @@ struct LauncherArgs {
   int64_t num_threads = 0;
   double kv_cache_memory_fraction = 0.5;
   std::string device = "cpu";
+  bool prefix_caching = true;  // env PREFIX_CACHING, as TGI's launcher passes it
+  int64_t kv_block_size = 16;
 };
 
 // What the model contributes to the derived defaults.

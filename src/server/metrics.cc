@@ -55,6 +55,11 @@ void Metrics::set_gauge(const std::string& name, double value) {
   gauges_[name] = value;
 }
 
+void Metrics::set_counter(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counters_[name][""] = value;
+}
+
 void Metrics::add_gauge(const std::string& name, double delta) {
   std::lock_guard<std::mutex> lock(mutex_);
   gauges_[name] += delta;

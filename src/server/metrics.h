@@ -25,6 +25,8 @@ class Metrics {
   // `label` is "" or one `key="value"` pair, e.g. `err="validation"`.
   void increment(const std::string& name, const std::string& label = "", double by = 1);
   void set_gauge(const std::string& name, double value);
+  // For counters kept elsewhere (the engine's totals): publishes their current value.
+  void set_counter(const std::string& name, double value);
   void add_gauge(const std::string& name, double delta);
   void observe(const std::string& name, double value, const std::string& label = "");
 

@@ -16,6 +16,14 @@ void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_tota
   m.describe("tgi_batch_current_max_tokens", "Maximum tokens for the current batch");
   m.describe("tgi_request_max_new_tokens", "Maximum new tokens per request");
   m.describe("tgi_request_input_length", "Input token length per request");
+  m.describe("tgi_kv_cache_blocks_used", "KV cache blocks held by running or cached sequences");
+  m.describe("tgi_kv_cache_blocks_total", "KV cache blocks in the pool");
+  m.describe("tgi_kv_cache_usage", "Share of KV cache blocks in use (0-1)");
+  m.describe("tgi_prefix_cache_query_tokens", "Prompt tokens looked up in the prefix cache");
+  m.describe("tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache");
+  m.describe("tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens");
+  m.describe("tgi_request_preemptions",
+             "Sequences preempted (recomputed later) for lack of KV blocks");
   for (const char* name :
        {"tgi_request_duration", "tgi_request_validation_duration", "tgi_request_queue_duration",
         "tgi_request_inference_duration", "tgi_request_mean_time_per_token_duration"}) {
