@@ -163,6 +163,11 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("KV_BLOCK_SIZE")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}))
       ->capture_default_str();
+  app.add_option("--int8-activations", a.int8_activations,
+                 "Quantize activations to int8 for Q8_0/Q4_0/Q4_1 weights, as llama.cpp does "
+                 "(true/false; faster for one stream, slower for batches so far)")
+      ->envname("INT8_ACTIVATIONS")
+      ->capture_default_str();
   app.add_option("--device", a.device, "cpu (cuda when built with it)")
       ->envname("DEVICE")
       ->capture_default_str();

@@ -66,6 +66,7 @@ int run_server(const LauncherArgs& args) {
   auto tokenizer = load_tokenizer_for(args.model_id, **model);
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const ModelConfig& config = (*model)->config();
+  (*model)->set_int8_activations(args.int8_activations);
 
   ModelLimits limits;
   limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);

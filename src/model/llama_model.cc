@@ -134,23 +134,23 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     // Attention block: new K/V go to their pool slots, then each sequence attends through its
     // block table to everything it has so far.
     ops::rms_norm(x, w.input_layernorm.data(), normed, eps);
-    ops::linear(normed, w.q_proj, bias_view(w.q_bias), q, pool);
-    ops::linear(normed, w.k_proj, bias_view(w.k_bias), k, pool);
-    ops::linear(normed, w.v_proj, bias_view(w.v_bias), v, pool);
+    ops::linear(normed, w.q_proj, bias_view(w.q_bias), q, pool, int8_activations_);
+    ops::linear(normed, w.k_proj, bias_view(w.k_bias), k, pool, int8_activations_);
+    ops::linear(normed, w.v_proj, bias_view(w.v_bias), v, pool, int8_activations_);
     apply_rope(rope, q, c.head_dim, batch.positions.data(), rope_mode);
     apply_rope(rope, k, c.head_dim, batch.positions.data(), rope_mode);
     ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
     ops::paged_attention(q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
                          batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs, pool);
-    ops::linear(attn, w.o_proj, {}, normed, pool);
+    ops::linear(attn, w.o_proj, {}, normed, pool, int8_activations_);
     ops::add(x, normed);
 
     // MLP block: down(silu(gate(x)) * up(x)).
     ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps);
-    ops::linear(normed, w.gate_proj, {}, gate, pool);
-    ops::linear(normed, w.up_proj, {}, up, pool);
+    ops::linear(normed, w.gate_proj, {}, gate, pool, int8_activations_);
+    ops::linear(normed, w.up_proj, {}, up, pool, int8_activations_);
     ops::silu_mul(gate, up);
-    ops::linear(gate, w.down_proj, {}, normed, pool);
+    ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
     ops::add(x, normed);
   }
 
@@ -166,7 +166,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
   ops::rms_norm(final_normed, weights_.norm.data(), final_normed, eps);
   logits.resize(static_cast<size_t>(rows * c.vocab_size));
   Tensor out{DType::kF32, {rows, c.vocab_size}, logits.data(), Device::kCpu};
-  if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool);
+  if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool, int8_activations_);
 }
 
 void LlamaModel::forward(std::span<const int32_t> token_ids, int64_t first_position,

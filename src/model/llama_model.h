@@ -34,6 +34,11 @@ class LlamaModel {
   static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
 
   const ModelConfig& config() const { return config_; }
+
+  // Compute Linears with Q8_0/Q4_0/Q4_1 weights on int8-quantized activations (llama.cpp's
+  // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
+  void set_int8_activations(bool on) { int8_activations_ = on; }
+  bool int8_activations() const { return int8_activations_; }
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
 
@@ -61,6 +66,7 @@ class LlamaModel {
   WeightStore store_;
   LlamaWeights weights_;
   Workspace ws_;
+  bool int8_activations_ = false;
 };
 
 }  // namespace lm

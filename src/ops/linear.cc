@@ -35,7 +35,8 @@ kernels::RowFormat checked_format(const Tensor& w) {
 
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool) {
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
+            bool quantize_activations) {
   LM_CHECK(x.device == Device::kCpu && w.device == Device::kCpu && y.device == Device::kCpu);
   LM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   LM_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2);
@@ -47,7 +48,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
     bias_data = bias.as<float>();
   }
   kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
-                  pool, bias_data);
+                  pool, bias_data, kernels::best_isa(), quantize_activations);
 }
 
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {

@@ -14,7 +14,10 @@ namespace lm::ops {
 bool supports_weight_dtype(DType dtype);
 
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool);
+// quantize_activations: for Q8_0/Q4_0/Q4_1 weights, x is quantized to int8 blocks and the dots
+// are integer (llama.cpp's numerics); ignored for other dtypes.
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
+            bool quantize_activations = false);
 
 // out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out);

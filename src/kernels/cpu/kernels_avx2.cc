@@ -2,6 +2,7 @@
 // NOTE: this file must not instantiate inline functions or templates with external linkage
 // (std::, base/fp16.h): the linker could keep the AVX2 copy for the whole program and crash
 // older CPUs. Everything here has internal linkage or is an intrinsic.
+#include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -278,8 +279,14 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,        axpy_f32, scale_f32,
-                                       dequantize_row, dot_row,  gemm_tile};
+  static constexpr IsaKernels kKernels{dot_f32,
+                                       axpy_f32,
+                                       scale_f32,
+                                       dequantize_row,
+                                       dot_row,
+                                       gemm_tile,
+                                       quantize_row_q8_act_avx2,
+                                       dot_row_q8_avx2};
   return kKernels;
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
@@ -128,8 +129,14 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,        axpy_f32, scale_f32,
-                                       dequantize_row, dot_row,  gemm_tile};
+  static constexpr IsaKernels kKernels{dot_f32,
+                                       axpy_f32,
+                                       scale_f32,
+                                       dequantize_row,
+                                       dot_row,
+                                       gemm_tile,
+                                       quantize_row_q8_act_scalar,
+                                       dot_row_q8_scalar};
   return kKernels;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/cpu/int8_dot.h"
 
 namespace lm::kernels {
 namespace {
@@ -16,10 +17,47 @@ constexpr int64_t kTileRows = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
+// X rows quantized to int8 once per call, then one integer dot per (X row, W row): W rows are
+// swept once per block of X rows that stays hot in cache.
+void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
+                 float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
+                 const IsaKernels& kernels) {
+  const int64_t num_blocks = k / kQuantBlockSize;
+  thread_local std::vector<BlockQ8Act> xq;
+  xq.resize(static_cast<size_t>(m * num_blocks));
+  BlockQ8Act* xq_data = xq.data();
+  if (m == 1) {
+    kernels.quantize_row_q8_act(x, xq_data, k);
+  } else {
+    pool.parallel_for(m, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        kernels.quantize_row_q8_act(x + i * k, xq_data + i * num_blocks, k);
+    });
+  }
+  const auto xq_row_bytes =
+      static_cast<int64_t>(sizeof(BlockQ8Act)) * std::max<int64_t>(1, num_blocks);
+  const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / xq_row_bytes));
+  pool.parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+          const int64_t m1 = std::min(m, m0 + m_block);
+          for (int64_t j = begin; j < end; ++j) {
+            const uint8_t* row = w_bytes + j * w_row_bytes;
+            const float b = bias ? bias[j] : 0.0f;
+            for (int64_t i = m0; i < m1; ++i)
+              y[i * n + j] = kernels.dot_row_q8(format, row, xq_data + i * num_blocks, k) + b;
+          }
+        }
+      },
+      kTileRows);
+}
+
 }  // namespace
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
-            int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+            int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa,
+            bool quantize_activations) {
   LM_CHECK(m >= 0 && n >= 0 && k >= 0);
   LM_CHECK(w_row_bytes >= row_bytes(format, k));
   // Float rows are read as floats / halves, so every row must stay aligned to its element.
@@ -27,6 +65,10 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
   if (info.block_size == 1) LM_CHECK(w_row_bytes % info.block_bytes == 0);
   const IsaKernels& kernels = isa_kernels(isa);
   const auto* w_bytes = static_cast<const uint8_t*>(w);
+  if (quantize_activations && supports_int8_dot(format)) {
+    matmul_int8(format, w_bytes, w_row_bytes, x, y, m, n, k, pool, bias, kernels);
+    return;
+  }
 
   if (m == 1) {
     // Decode: memory bound on W, so stream each row once in its packed form.
