@@ -6,37 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/utf8.h"
+
 namespace lm {
 namespace {
-
-// Length of the UTF-8 sequence starting at text[i], or 0 when it is malformed (overlongs,
-// surrogates and code points above U+10FFFF are malformed, as in Rust's from_utf8).
-size_t utf8_sequence_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return len;
-}
 
 // Shortest round-trip digits of `value` (no sign) and the decimal exponent of the first digit:
 // value = 0.d1d2d3... x 10^(exponent + 1).
@@ -61,7 +34,7 @@ void shortest_digits(T value, std::string& digits, int& exponent) {
 void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
   for (size_t i = 0; i < text.size();) {
-    const size_t len = utf8_sequence_length(text, i);
+    const size_t len = utf8_valid_len(text, i);
     if (len == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD, as String::from_utf8_lossy would produce
       ++i;
@@ -162,7 +135,7 @@ std::string rust_f64_display(double value) {
 std::string rust_debug_str(std::string_view text) {
   std::string out = "\"";
   for (size_t i = 0; i < text.size();) {
-    const size_t len = utf8_sequence_length(text, i);
+    const size_t len = utf8_valid_len(text, i);
     if (len > 1) {
       // C1 controls (U+0080..U+009F) are escaped by Rust; other non-ASCII is printed as is.
       const auto b1 = static_cast<unsigned char>(text[i + 1]);

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "server/json_text.h"
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 namespace {

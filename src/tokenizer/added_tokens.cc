@@ -3,7 +3,7 @@
 #include <unicode/uchar.h>
 #include <algorithm>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 namespace {

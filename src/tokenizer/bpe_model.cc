@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

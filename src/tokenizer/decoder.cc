@@ -2,7 +2,7 @@
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

@@ -7,7 +7,7 @@
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_parts.h"
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 namespace {

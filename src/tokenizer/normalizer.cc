@@ -3,7 +3,7 @@
 #include <unicode/normalizer2.h>
 #include <unicode/unistr.h>
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

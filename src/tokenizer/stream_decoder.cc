@@ -1,6 +1,6 @@
 #include "tokenizer/stream_decoder.h"
 
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "tokenizer/tokenizer_parts.h"
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

@@ -15,7 +15,7 @@
 #include "loader/gguf_vocab_reader.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 namespace {

@@ -1,4 +1,4 @@
-#include "tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace lm {
 

@@ -1,5 +1,6 @@
-// UTF-8 helpers the tokenizer needs: walking code points, encoding them, and the lossy
-// conversion (one U+FFFD per maximal invalid subsequence, as Rust's from_utf8_lossy does).
+// UTF-8 helpers shared by the tokenizer, the template engine and the server: walking code
+// points, encoding them, validation, and the lossy conversion (one U+FFFD per maximal invalid
+// subsequence, as Rust's from_utf8_lossy does).
 #pragma once
 
 #include <cstddef>
