@@ -17,20 +17,6 @@ void respond_error(ServerState& state, ResponseStream& response, const ApiError&
   response.respond({error.status, {{"Content-Type", "application/json"}}, api_error_json(error)});
 }
 
-SamplingParams sampling_of(const ValidGenerateRequest& v) {
-  SamplingParams p;
-  p.do_sample = v.do_sample;
-  p.temperature = v.temperature;
-  p.top_k = static_cast<int32_t>(v.top_k);
-  p.top_p = v.top_p;
-  p.typical_p = v.typical_p;
-  p.repetition_penalty = v.repetition_penalty;
-  p.frequency_penalty = v.frequency_penalty;
-  p.seed = v.seed;
-  p.top_n_tokens = static_cast<int32_t>(v.top_n_tokens);
-  return p;
-}
-
 // TGI samples when do_sample is set or any warper is (and then reports the seed).
 bool is_sampled(const ValidGenerateRequest& v) {
   return v.do_sample || v.temperature != 1.0f || v.top_k != 0 || v.top_p < 1.0f ||
@@ -148,7 +134,7 @@ void handle_generate(ServerState& state, HttpRequest request,
 
   EngineRequest engine_request;
   engine_request.prompt_ids = ids;
-  engine_request.sampling = sampling_of(valid);
+  engine_request.sampling = sampling_params_of(valid);
   // TGI bypasses the prefix cache for requests that ask for prompt logprobs.
   engine_request.use_prefix_cache = !valid.decoder_input_details;
   // TGI produces long generations in 1024-token pieces it re-submits silently until the request's

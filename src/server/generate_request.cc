@@ -365,4 +365,19 @@ std::optional<ApiError> validate_lengths(ValidGenerateRequest& request, size_t n
   return std::nullopt;
 }
 
+SamplingParams sampling_params_of(const ValidGenerateRequest& v, float presence_penalty) {
+  SamplingParams p;
+  p.do_sample = v.do_sample;
+  p.temperature = v.temperature;
+  p.top_k = static_cast<int32_t>(v.top_k);
+  p.top_p = v.top_p;
+  p.typical_p = v.typical_p;
+  p.repetition_penalty = v.repetition_penalty;
+  p.frequency_penalty = v.frequency_penalty;
+  p.presence_penalty = presence_penalty;
+  p.seed = v.seed;
+  p.top_n_tokens = static_cast<int32_t>(v.top_n_tokens);
+  return p;
+}
+
 }  // namespace lm

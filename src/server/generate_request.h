@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/sampling_params.h"
 #include "server/api_error.h"
 
 namespace lm {
@@ -137,5 +138,10 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
 // rules, automatic max_new_tokens and the 1024-token piece size, then grammar.
 std::optional<ApiError> validate_lengths(ValidGenerateRequest& request, size_t num_input_tokens,
                                          const ValidationLimits& limits);
+
+// The engine's sampling parameters for a validated request. `presence_penalty` is OpenAI's (the
+// native TGI routes have none).
+SamplingParams sampling_params_of(const ValidGenerateRequest& request,
+                                  float presence_penalty = 0.0f);
 
 }  // namespace lm

@@ -27,24 +27,6 @@ void respond_rejection(ResponseStream& response, const BodyRejection& rejection)
       {rejection.status, {{"Content-Type", "application/json"}}, openai_rejection_json(rejection)});
 }
 
-// NOTE: OpenAI's presence_penalty goes to the engine's own presence penalty (logit -= penalty
-// once a token occurred). TGI maps it to repetition_penalty = presence_penalty + 2, which turns
-// OpenAI's default 0 into a strong repetition penalty and -2 into an error: a plain bug.
-SamplingParams sampling_of(const ValidGenerateRequest& v, float presence_penalty) {
-  SamplingParams p;
-  p.do_sample = v.do_sample;
-  p.temperature = v.temperature;
-  p.top_k = static_cast<int32_t>(v.top_k);
-  p.top_p = v.top_p;
-  p.typical_p = v.typical_p;
-  p.repetition_penalty = v.repetition_penalty;
-  p.frequency_penalty = v.frequency_penalty;
-  p.presence_penalty = presence_penalty;
-  p.seed = v.seed;
-  p.top_n_tokens = static_cast<int32_t>(v.top_n_tokens);
-  return p;
-}
-
 std::string system_fingerprint(const InfoBody& info) {
   return info.version + "-" + info.docker_label.value_or("native");
 }
@@ -98,7 +80,10 @@ void run_jobs(ServerState& state, std::shared_ptr<ResponseStream> response,
     state.metrics.observe("tgi_request_max_new_tokens", valid.max_new_tokens);
     EngineRequest engine_request;
     engine_request.prompt_ids = job.ids;
-    engine_request.sampling = sampling_of(valid, presence_penalty);
+    // NOTE: OpenAI's presence_penalty goes to the engine's own presence penalty (logit -= penalty
+    // once a token occurred). TGI maps it to repetition_penalty = presence_penalty + 2, which turns
+    // OpenAI's default 0 into a strong repetition penalty and -2 into an error: a plain bug.
+    engine_request.sampling = sampling_params_of(valid, presence_penalty);
     engine_request.sampling.seed = job.seed;
     engine_request.max_new_tokens =
         std::max<uint32_t>(valid.max_total_new_tokens, valid.max_new_tokens);

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "server/json_text.h"
 #include "base/utf8.h"
+#include "server/json_text.h"
 
 namespace lm {
 namespace {

@@ -1,8 +1,8 @@
 #include "tokenizer/decoder.h"
 
+#include "base/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
-#include "base/utf8.h"
 
 namespace lm {
 

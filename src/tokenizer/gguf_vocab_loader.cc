@@ -4,10 +4,10 @@
 // with merges rebuilt from the scores, byte fallback and a "▁" prefix.
 #include <algorithm>
 
+#include "base/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_parts.h"
-#include "base/utf8.h"
 
 namespace lm {
 namespace {

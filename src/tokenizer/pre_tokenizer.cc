@@ -2,9 +2,9 @@
 
 #include <unicode/uchar.h>
 
+#include "base/utf8.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
-#include "base/utf8.h"
 
 namespace lm {
 

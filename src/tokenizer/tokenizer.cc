@@ -2,8 +2,8 @@
 
 #include <cctype>
 
-#include "tokenizer/tokenizer_parts.h"
 #include "base/utf8.h"
+#include "tokenizer/tokenizer_parts.h"
 
 namespace lm {
 

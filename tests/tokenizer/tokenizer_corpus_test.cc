@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/text_file.h"
+#include "base/utf8.h"
 #include "loader/gguf_file.h"
 #include "loader/gguf_vocab_reader.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
-#include "base/utf8.h"
 
 namespace lm {
 namespace {

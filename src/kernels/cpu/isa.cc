@@ -17,12 +17,20 @@ bool isa_supported(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx512:
+#if defined(__x86_64__) || defined(__i386__)
+      return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f");
+#else
+      return false;
+#endif
   }
   return false;
 }
 
 Isa best_isa() {
-  static const Isa best = isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+  static const Isa best = isa_supported(Isa::kAvx512) ? Isa::kAvx512
+                          : isa_supported(Isa::kAvx2) ? Isa::kAvx2
+                                                      : Isa::kScalar;
   return best;
 }
 
@@ -32,6 +40,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
@@ -43,6 +53,8 @@ const IsaKernels& isa_kernels(Isa isa) {
       return scalar_kernels();
     case Isa::kAvx2:
       return avx2_kernels();
+    case Isa::kAvx512:
+      return avx512_kernels();
   }
   LM_CHECK(false);
 }

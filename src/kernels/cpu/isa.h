@@ -6,7 +6,7 @@
 
 namespace lm::kernels {
 
-enum class Isa { kScalar, kAvx2 };
+enum class Isa { kScalar, kAvx2, kAvx512 };
 
 bool isa_supported(Isa isa);
 Isa best_isa();
@@ -40,5 +40,7 @@ const IsaKernels& isa_kernels(Isa isa);
 // Defined in the per-ISA files.
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
+// The AVX2 table with an AVX-512F GEMM tile.
+const IsaKernels& avx512_kernels();
 
 }  // namespace lm::kernels
