@@ -44,7 +44,7 @@ int run_generate(const GenerateOptions& o) {
     log_error(tokenizer.error().message);
     return 1;
   }
-  GenerationRequest request;
+  EngineRequest request;
   request.prompt_ids = (*tokenizer)->encode(o.prompt, /*add_special_tokens=*/!o.no_bos);
   request.max_new_tokens = o.max_new_tokens;
   request.sampling = o.sampling;

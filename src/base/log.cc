@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/json_string.h"
+
 namespace lm {
 namespace {
 
@@ -52,39 +54,6 @@ const char* level_name(LogLevel level) {
   return "INFO";
 }
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
@@ -113,9 +82,9 @@ void log(LogLevel level, std::string_view message) {
     line += stamp;
     line += "\",\"level\":\"";
     line += level_name(level);
-    line += "\",\"fields\":{\"message\":\"";
-    line += json_escape(message);
-    line += "\"},\"target\":\"text_generation_launcher\"}\n";
+    line += "\",\"fields\":{\"message\":";
+    append_json_string(line, message);
+    line += "},\"target\":\"text_generation_launcher\"}\n";
     static std::mutex mu;
     std::lock_guard<std::mutex> lock(mu);
     std::fwrite(line.data(), 1, line.size(), stdout);

@@ -4,27 +4,19 @@
 #include <string>
 
 #include "runtime/kv_cache.h"
+#include "runtime/request_check.h"
 
 namespace lm {
 
 Result<GenerationResult> Generator::generate(
-    const GenerationRequest& request, const std::function<bool(const SampleResult&)>& on_token) {
+    const EngineRequest& request, const std::function<bool(const SampleResult&)>& on_token) {
   const ModelConfig& config = model_.config();
   const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
   if (prompt_len == 0) return Error{"the prompt is empty"};
   if (request.max_new_tokens < 1) return Error{"max_new_tokens must be at least 1"};
-  for (int32_t id : request.prompt_ids) {
-    if (id < 0 || id >= config.vocab_size)
-      return Error{"prompt token id " + std::to_string(id) + " is outside the vocabulary"};
-  }
+  LM_RETURN_IF_ERROR(check_request_fits_model(config, request));
   const int64_t total = prompt_len + request.max_new_tokens;
-  if (total > config.max_context()) {
-    return Error{"prompt (" + std::to_string(prompt_len) + " tokens) + max_new_tokens (" +
-                 std::to_string(request.max_new_tokens) + ") exceeds the model's context of " +
-                 std::to_string(config.max_context()) + " tokens"};
-  }
-  const std::vector<int32_t>& eos =
-      request.eos_token_ids.empty() ? config.eos_token_ids : request.eos_token_ids;
+  const std::vector<int32_t>& eos = config.eos_token_ids;
 
   SequenceKvCache cache(config, total);
   Sampler sampler(request.sampling, request.prompt_ids);

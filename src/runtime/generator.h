@@ -9,20 +9,12 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "engine/engine_request.h"
 #include "engine/finish_reason.h"
-#include "engine/sampling_params.h"
 #include "model/llama_model.h"
 #include "runtime/sampler.h"
 
 namespace lm {
-
-struct GenerationRequest {
-  std::vector<int32_t> prompt_ids;
-  SamplingParams sampling;
-  int64_t max_new_tokens = 20;
-  std::vector<int32_t> eos_token_ids;  // empty: the model's
-  bool ignore_eos = false;
-};
 
 struct GenerationResult {
   std::vector<SampleResult> tokens;
@@ -33,8 +25,9 @@ class Generator {
  public:
   Generator(LlamaModel& model, ThreadPool& pool) : model_(model), pool_(pool) {}
 
-  // Calls on_token after each new token; returning false ends generation with kStopSequence.
-  Result<GenerationResult> generate(const GenerationRequest& request,
+  // Runs `request` alone (EOS ids from the model's config). Calls on_token after each new token;
+  // returning false ends generation with kStopSequence.
+  Result<GenerationResult> generate(const EngineRequest& request,
                                     const std::function<bool(const SampleResult&)>& on_token = {});
 
  private:

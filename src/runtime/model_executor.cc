@@ -1,5 +1,7 @@
 #include "runtime/model_executor.h"
 
+#include "runtime/request_check.h"
+
 #include <span>
 #include <string>
 
@@ -9,19 +11,7 @@ ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineCo
     : model_(model), pool_(pool), kv_(model.config(), kv_num_blocks(config), config.block_size) {}
 
 Status ModelExecutor::check_request(const EngineRequest& request) const {
-  const ModelConfig& config = model_.config();
-  for (int32_t id : request.prompt_ids) {
-    if (id < 0 || id >= config.vocab_size)
-      return Error{"prompt token id " + std::to_string(id) + " is outside the vocabulary"};
-  }
-  const auto total = static_cast<int64_t>(request.prompt_ids.size()) + request.max_new_tokens;
-  if (total > config.max_context()) {
-    return Error{"prompt (" + std::to_string(request.prompt_ids.size()) +
-                 " tokens) + max_new_tokens (" + std::to_string(request.max_new_tokens) +
-                 ") exceeds the model's context of " + std::to_string(config.max_context()) +
-                 " tokens"};
-  }
-  return {};
+  return check_request_fits_model(model_.config(), request);
 }
 
 Sampler& ModelExecutor::sampler_for(const Sequence& seq) {

@@ -1,18 +1,15 @@
-// JSON text exactly as TGI's Rust stack writes it: serde_json string escaping, f32 numbers in
-// ryu's shortest form (NaN/inf -> null), and Rust's Display/Debug forms that appear inside
-// serde error messages and x-* headers.
+// JSON text exactly as TGI's Rust stack writes it: serde_json string escaping (base/json_string.h),
+// f32 numbers in ryu's shortest form (NaN/inf -> null), and Rust's Display/Debug forms that appear
+// inside serde error messages and x-* headers.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace lm {
+#include "base/json_string.h"
 
-// Appends `"..."` with serde_json's escapes (\" \\ \b \f \n \r \t, other controls as \u00xx;
-// nothing else escaped). Invalid UTF-8 is replaced by U+FFFD, as Rust strings cannot hold it.
-void append_json_string(std::string& out, std::string_view text);
-std::string json_string(std::string_view text);
+namespace lm {
 
 // An f32 as serde_json serializes it (ryu::Buffer::format: "1.0", "-0.34", "1e-7", "1.5e16"),
 // or "null" for NaN and +-inf.

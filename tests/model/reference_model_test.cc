@@ -76,7 +76,7 @@ TEST_P(ReferenceModel, MatchesTransformers) {
         max_rel = std::max(max_rel, diff / std::max(1.0f, scale));
       }
 
-      GenerationRequest request;
+      EngineRequest request;
       request.prompt_ids = prompt;
       request.max_new_tokens = static_cast<int64_t>(expected_greedy.size());
       request.ignore_eos = true;

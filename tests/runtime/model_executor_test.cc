@@ -95,7 +95,7 @@ class ModelExecutorTest : public ::testing::Test {
 
   static GenerationResult generate_alone(const EngineRequest& request) {
     Generator generator(*model_, *pool_);
-    GenerationRequest g;
+    EngineRequest g;
     g.prompt_ids = request.prompt_ids;
     g.sampling = request.sampling;
     g.max_new_tokens = request.max_new_tokens;

@@ -1,6 +1,6 @@
-// Paged attention: the same tiled online softmax as attention_causal (same tile size and order of
-// operations, so an identity block table gives bit-identical results), with each position's K/V
-// row found through the sequence's block table.
+// Paged attention: the same tiled online softmax as attention_causal (attend_row, so an identity
+// block table gives bit-identical results), with each position's K/V row found through the
+// sequence's block table.
 #include "kernels/cpu/paged_attention.h"
 
 #include <algorithm>
@@ -10,14 +10,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/cpu/online_softmax.h"
 
 namespace lm::kernels {
-namespace {
-
-// Positions scored per tile; 64 scores stay in L1 next to one head's accumulator.
-constexpr int64_t kPositionTile = 64;
-
-}  // namespace
 
 void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
               float* v_pool, int64_t num_tokens, int64_t kv_dim) {
@@ -53,46 +48,20 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
   }
 
   pool.parallel_for(num_tokens * num_heads, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(kPositionTile);
-    std::vector<float> acc(static_cast<size_t>(head_dim));  // unnormalized sum of p * v
+    std::vector<float> scores(kAttentionPositionTile);
+    std::vector<float> acc(static_cast<size_t>(head_dim));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t token = item / num_heads;
       const int64_t head = item % num_heads;
       const int64_t seq = seq_of_token[static_cast<size_t>(token)];
       const int32_t* block_table = block_tables + seq * max_blocks_per_seq;
       const int64_t kv_offset = (head / group_size) * head_dim;
-      const float* qv = q + item * head_dim;
-      std::fill(acc.begin(), acc.end(), 0.0f);
       const int64_t num_positions = first_positions[seq] + token - query_begins[seq] + 1;
-      float running_max = -std::numeric_limits<float>::infinity();
-      float denominator = 0.0f;
-      for (int64_t p0 = 0; p0 < num_positions; p0 += kPositionTile) {
-        const int64_t tile = std::min(kPositionTile, num_positions - p0);
-        float tile_max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < tile; ++j) {
-          const int64_t p = p0 + j;
-          const int64_t slot = block_table[p / block_size] * block_size + p % block_size;
-          scores[j] = kernels.dot_f32(qv, k_pool + slot * kv_row + kv_offset, head_dim) * scale;
-          tile_max = std::max(tile_max, scores[j]);
-        }
-        if (tile_max > running_max) {
-          // exp(-inf) = 0 on the first tile, where acc and denominator are still zero.
-          const float correction = std::exp(running_max - tile_max);
-          kernels.scale_f32(correction, acc.data(), head_dim);
-          denominator *= correction;
-          running_max = tile_max;
-        }
-        for (int64_t j = 0; j < tile; ++j) {
-          const int64_t p = p0 + j;
-          const int64_t slot = block_table[p / block_size] * block_size + p % block_size;
-          const float weight = std::exp(scores[j] - running_max);
-          denominator += weight;
-          kernels.axpy_f32(weight, v_pool + slot * kv_row + kv_offset, acc.data(), head_dim);
-        }
-      }
-      const float inv_denominator = 1.0f / denominator;
-      float* o = out + item * head_dim;
-      for (int64_t d = 0; d < head_dim; ++d) o[d] = acc[d] * inv_denominator;
+      const auto row_of = [block_table, block_size, kv_row](int64_t p) {
+        return (block_table[p / block_size] * block_size + p % block_size) * kv_row;
+      };
+      attend_row(kernels, q + item * head_dim, k_pool + kv_offset, v_pool + kv_offset, row_of,
+                 num_positions, head_dim, scale, scores.data(), acc.data(), out + item * head_dim);
     }
   });
 }
