@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ccache pkg-config clang-format python3-venv unzip
   nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev libicu-dev libgtest-dev libgmock-dev
-  libcli11-dev libboost-dev)
+  libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
