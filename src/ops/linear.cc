@@ -20,6 +20,12 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return kernels::RowFormat::kQ4_0;
     case DType::kQ4_1:
       return kernels::RowFormat::kQ4_1;
+    case DType::kQ4_K:
+      return kernels::RowFormat::kQ4_K;
+    case DType::kQ5_K:
+      return kernels::RowFormat::kQ5_K;
+    case DType::kQ6_K:
+      return kernels::RowFormat::kQ6_K;
     default:
       return std::nullopt;
   }

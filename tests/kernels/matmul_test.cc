@@ -57,6 +57,11 @@ PackedWeights pack(RowFormat format, int64_t n, int64_t k, int64_t pad, uint32_t
       case RowFormat::kQ4_1:
         quantize_row_q4_1(src, row, k);
         break;
+      case RowFormat::kQ4_K:
+      case RowFormat::kQ5_K:
+      case RowFormat::kQ6_K:
+        ADD_FAILURE() << "K-quants are tested in kquant_test.cc";
+        break;
     }
     dequantize_row(format, row, p.dequantized.data() + j * k, k, Isa::kScalar);
   }

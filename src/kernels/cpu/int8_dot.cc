@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -27,10 +28,54 @@ int32_t block_dot_nibbles(const uint8_t* qs, int offset, const int8_t* q) {
   return sum;
 }
 
+// A K-quant row against 8 activation blocks per super-block: exact int32 sums per group (Q6_K:
+// per half-group, with its -32 offset folded in), one fp32 multiply-add per group.
+float dot_row_q8_kquant(RowFormat format, const uint8_t* row, const BlockQ8Act* xq, int64_t k) {
+  const int64_t block_bytes = row_format_info(format).block_bytes;
+  uint8_t q[32];
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* block = row + b * block_bytes;
+    const BlockQ8Act* a = xq + b * kquant::kGroups;
+    if (format == RowFormat::kQ6_K) {
+      const float d = quant::load_f16(block + kquant::kQ6_KDOffset);
+      const auto* scales = reinterpret_cast<const int8_t*>(block + kquant::kQ6_KScalesOffset);
+      for (int g = 0; g < kquant::kGroups; ++g) {
+        kquant::group_values_q6_k(block, g, q);
+        int32_t group = 0;
+        for (int h = 0; h < 2; ++h) {
+          int32_t qx = 0;
+          for (int l = 16 * h; l < 16 * h + 16; ++l) qx += (q[l] - 32) * a[g].qs[l];
+          group += scales[2 * g + h] * qx;
+        }
+        sum += static_cast<float>(group) * (d * a[g].d);
+      }
+      continue;
+    }
+    const float d = quant::load_f16(block);
+    const float dmin = quant::load_f16(block + 2);
+    uint8_t sc[8], mn[8];
+    kquant::unpack_scales_k4(block + kquant::kScalesOffset, sc, mn);
+    for (int g = 0; g < kquant::kGroups; ++g) {
+      if (format == RowFormat::kQ4_K) {
+        kquant::group_values_q4_k(block, g, q);
+      } else {
+        kquant::group_values_q5_k(block, g, q);
+      }
+      int32_t qx = 0;
+      for (int l = 0; l < 32; ++l) qx += q[l] * a[g].qs[l];
+      sum += static_cast<float>(qx) * (d * static_cast<float>(sc[g]) * a[g].d) -
+             dmin * static_cast<float>(mn[g]) * a[g].s;
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 bool supports_int8_dot(RowFormat format) {
-  return format == RowFormat::kQ8_0 || format == RowFormat::kQ4_0 || format == RowFormat::kQ4_1;
+  return format == RowFormat::kQ8_0 || format == RowFormat::kQ4_0 || format == RowFormat::kQ4_1 ||
+         is_kquant(format);
 }
 
 void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
@@ -52,6 +97,7 @@ void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
 
 float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
   const auto* bytes = static_cast<const uint8_t*>(row);
+  if (is_kquant(format)) return dot_row_q8_kquant(format, bytes, xq, k);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / 32; ++b) {
     const BlockQ8Act& a = xq[b];

@@ -20,14 +20,15 @@ struct BlockQ8Act {
   int8_t qs[32];
 };
 
-// True for the weight formats with an int8 dot (Q8_0, Q4_0, Q4_1).
+// True for the weight formats with an int8 dot (Q8_0, Q4_0, Q4_1 and the K-quants).
 bool supports_int8_dot(RowFormat format);
 
 // dst[0, k / 32) = x[0, k) quantized (k a multiple of 32). q = round-half-even(x / d), so every
 // ISA produces the same bytes.
 void quantize_row_q8_act(const float* x, BlockQ8Act* dst, int64_t k, Isa isa = best_isa());
 
-// sum_i row[i] * xq[i] for a Q8_0/Q4_0/Q4_1 row of k elements, exact in int32 per block.
+// sum_i row[i] * xq[i] for a row of k elements in an int8-dot format, exact in int32 per block
+// (K-quant rows read 8 activation blocks per super-block).
 float dot_row_q8(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k,
                  Isa isa = best_isa());
 

@@ -3,6 +3,7 @@
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage (std::, base/fp16.h): only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/kquants_avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -96,6 +97,7 @@ void quantize_row_q8_act_avx2(const float* x, BlockQ8Act* dst, int64_t k) {
 }
 
 float dot_row_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
+  if (is_kquant(format)) return dot_row_q8_kquant_avx2(format, row, xq, k);
   const auto* bytes = static_cast<const uint8_t*>(row);
   const int64_t num_blocks = k / 32;
   __m256 acc = _mm256_setzero_ps();

@@ -4,6 +4,7 @@
 // older CPUs. Everything here has internal linkage or is an intrinsic.
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/kquants_avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -158,6 +159,11 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ4_1:
       dequantize_blocks(format, static_cast<const uint8_t*>(src), dst, k / 32);
       return;
+    case RowFormat::kQ4_K:
+    case RowFormat::kQ5_K:
+    case RowFormat::kQ6_K:
+      dequantize_row_kquant_avx2(format, src, dst, k);
+      return;
   }
 }
 
@@ -222,6 +228,10 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
       return dot_blocks(format, static_cast<const uint8_t*>(row), x, k / 32);
+    case RowFormat::kQ4_K:
+    case RowFormat::kQ5_K:
+    case RowFormat::kQ6_K:
+      return dot_row_kquant_avx2(format, row, x, k);
   }
   return 0.0f;
 }

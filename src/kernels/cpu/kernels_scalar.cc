@@ -6,6 +6,7 @@
 #include "base/fp16.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -57,6 +58,36 @@ void dequantize_block(RowFormat format, const uint8_t* block, float* out) {
   }
 }
 
+// Dequantizes one 256-element K-quant super-block into out, in GGML's order of operations.
+void dequantize_superblock(RowFormat format, const uint8_t* block, float* out) {
+  uint8_t q[32];
+  if (format == RowFormat::kQ6_K) {
+    const float d = quant::load_f16(block + kquant::kQ6_KDOffset);
+    const auto* scales = reinterpret_cast<const int8_t*>(block + kquant::kQ6_KScalesOffset);
+    for (int g = 0; g < kquant::kGroups; ++g, out += 32) {
+      kquant::group_values_q6_k(block, g, q);
+      for (int l = 0; l < 32; ++l) {
+        out[l] = d * static_cast<float>(scales[2 * g + l / 16]) * static_cast<float>(q[l] - 32);
+      }
+    }
+    return;
+  }
+  const float d = quant::load_f16(block);
+  const float dmin = quant::load_f16(block + 2);
+  uint8_t sc[8], mn[8];
+  kquant::unpack_scales_k4(block + kquant::kScalesOffset, sc, mn);
+  for (int g = 0; g < kquant::kGroups; ++g, out += 32) {
+    if (format == RowFormat::kQ4_K) {
+      kquant::group_values_q4_k(block, g, q);
+    } else {
+      kquant::group_values_q5_k(block, g, q);
+    }
+    const float scale = d * static_cast<float>(sc[g]);
+    const float min = dmin * static_cast<float>(mn[g]);
+    for (int l = 0; l < 32; ++l) out[l] = scale * static_cast<float>(q[l]) - min;
+  }
+}
+
 void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
   const auto* bytes = static_cast<const uint8_t*>(src);
   switch (format) {
@@ -81,6 +112,14 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
       const int64_t block_bytes = row_format_info(format).block_bytes;
       for (int64_t b = 0; b < k / 32; ++b)
         dequantize_block(format, bytes + b * block_bytes, dst + b * 32);
+      return;
+    }
+    case RowFormat::kQ4_K:
+    case RowFormat::kQ5_K:
+    case RowFormat::kQ6_K: {
+      const int64_t block_bytes = row_format_info(format).block_bytes;
+      for (int64_t b = 0; b < k / 256; ++b)
+        dequantize_superblock(format, bytes + b * block_bytes, dst + b * 256);
       return;
     }
   }
@@ -112,6 +151,19 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
       for (int64_t b = 0; b < k / 32; ++b) {
         dequantize_block(format, bytes + b * block_bytes, block);
         sum += dot_f32(block, x + b * 32, 32);
+      }
+      return sum;
+    }
+    case RowFormat::kQ4_K:
+    case RowFormat::kQ5_K:
+    case RowFormat::kQ6_K: {
+      const auto* bytes = static_cast<const uint8_t*>(row);
+      const int64_t block_bytes = row_format_info(format).block_bytes;
+      float block[256];
+      float sum = 0.0f;
+      for (int64_t b = 0; b < k / 256; ++b) {
+        dequantize_superblock(format, bytes + b * block_bytes, block);
+        sum += dot_f32(block, x + b * 256, 256);
       }
       return sum;
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -16,6 +17,9 @@ const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kQ8_0{"q8_0", kQuantBlockSize, quant::kQ8_0Bytes};
   static constexpr RowFormatInfo kQ4_0{"q4_0", kQuantBlockSize, quant::kQ4_0Bytes};
   static constexpr RowFormatInfo kQ4_1{"q4_1", kQuantBlockSize, quant::kQ4_1Bytes};
+  static constexpr RowFormatInfo kQ4_K{"q4_k", kquant::kSuperBlock, kquant::kQ4_KBytes};
+  static constexpr RowFormatInfo kQ5_K{"q5_k", kquant::kSuperBlock, kquant::kQ5_KBytes};
+  static constexpr RowFormatInfo kQ6_K{"q6_k", kquant::kSuperBlock, kquant::kQ6_KBytes};
   switch (format) {
     case RowFormat::kF32:
       return kF32;
@@ -29,9 +33,19 @@ const RowFormatInfo& row_format_info(RowFormat format) {
       return kQ4_0;
     case RowFormat::kQ4_1:
       return kQ4_1;
+    case RowFormat::kQ4_K:
+      return kQ4_K;
+    case RowFormat::kQ5_K:
+      return kQ5_K;
+    case RowFormat::kQ6_K:
+      return kQ6_K;
   }
   LM_CHECK_MSG(false, "unknown RowFormat");
   return kF32;
+}
+
+bool is_kquant(RowFormat format) {
+  return format == RowFormat::kQ4_K || format == RowFormat::kQ5_K || format == RowFormat::kQ6_K;
 }
 
 int64_t row_bytes(RowFormat format, int64_t k) {

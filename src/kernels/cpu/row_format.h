@@ -1,5 +1,6 @@
-// Weight row formats (fp32, fp16, bf16 and GGML's Q8_0/Q4_0/Q4_1 blocks): their block geometry,
-// and whole-row conversion and dot product against fp32 activations with fp32 accumulation.
+// Weight row formats (fp32, fp16, bf16, GGML's Q8_0/Q4_0/Q4_1 blocks and Q4_K/Q5_K/Q6_K
+// super-blocks): their block geometry, and whole-row conversion and dot product against fp32
+// activations with fp32 accumulation.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 namespace lm::kernels {
 
-enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
+enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K };
 
 // A row of k elements is k / block_size blocks of block_bytes each (block_size 1 for the
 // float formats). Quantized layouts are GGML's, byte for byte:
@@ -16,6 +17,7 @@ enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
 //   Q4_0: {fp16 d; uint8 qs[16]}           value = (nibble - 8) * d
 //   Q4_1: {fp16 d; fp16 m; uint8 qs[16]}   value = nibble * d + m
 // where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble.
+// The K-quants (blocks of 256) are described in kquant_blocks.h.
 struct RowFormatInfo {
   const char* name;
   int64_t block_size;
@@ -23,6 +25,9 @@ struct RowFormatInfo {
 };
 
 inline constexpr int64_t kQuantBlockSize = 32;
+
+// True for Q4_K, Q5_K and Q6_K (super-blocks of 256).
+bool is_kquant(RowFormat format);
 
 const RowFormatInfo& row_format_info(RowFormat format);
 

@@ -1,0 +1,96 @@
+// A Llama GGUF with Q4_K_M's mix of K-quant matrices (Q4_K, Q5_K, Q6_K) against its float32 twin
+// (the same weights dequantized by gguf-py; scripts/fixtures/make_kquant_checkpoint.py, written
+// by `make fixtures-test`): the K-quant kernels must compute the twin's logits. With int8
+// activations (llama.cpp's numerics for these formats) the logits move by the activation
+// rounding only, which is measured and bounded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "model/llama_model.h"
+#include "runtime/kv_cache.h"
+
+namespace lm {
+namespace {
+
+constexpr const char* kDir = LM_BUILD_ROOT "/test-models/kquant-gguf";
+
+std::vector<float> all_logits(LlamaModel& model, const std::vector<int32_t>& ids) {
+  ThreadPool pool(2);
+  SequenceKvCache cache(model.config(), static_cast<int64_t>(ids.size()));
+  std::vector<float> logits;
+  model.forward(ids, 0, cache.view(), /*all_logits=*/true, logits, pool);
+  return logits;
+}
+
+// The same sequence one token per forward call: the decode path (one dot per weight row).
+std::vector<float> decode_logits(LlamaModel& model, const std::vector<int32_t>& ids) {
+  ThreadPool pool(2);
+  SequenceKvCache cache(model.config(), static_cast<int64_t>(ids.size()));
+  std::vector<float> all, step;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    model.forward(std::span<const int32_t>(&ids[i], 1), static_cast<int64_t>(i), cache.view(),
+                  /*all_logits=*/false, step, pool);
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  return all;
+}
+
+struct Diff {
+  float max_abs = 0.0f;
+  float max_logit = 0.0f;
+  int64_t argmax_agree = 0;
+  int64_t positions = 0;
+};
+
+Diff compare(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab) {
+  Diff d;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d.max_abs = std::max(d.max_abs, std::abs(a[i] - b[i]));
+    d.max_logit = std::max(d.max_logit, std::abs(b[i]));
+  }
+  for (size_t row = 0; row < a.size() / static_cast<size_t>(vocab); ++row) {
+    const float* ra = a.data() + row * vocab;
+    const float* rb = b.data() + row * vocab;
+    ++d.positions;
+    d.argmax_agree +=
+        std::max_element(ra, ra + vocab) - ra == std::max_element(rb, rb + vocab) - rb;
+  }
+  return d;
+}
+
+TEST(KquantModel, LogitsEqualTheDequantizedTwin) {
+  auto kq = LlamaModel::load(std::string(kDir) + "/model-kquants.gguf");
+  ASSERT_TRUE(kq.ok()) << kq.error().message;
+  auto twin = LlamaModel::load(std::string(kDir) + "/model-f32.gguf");
+  ASSERT_TRUE(twin.ok()) << twin.error().message;
+  const int64_t vocab = (*twin)->config().vocab_size;
+  const std::vector<int32_t> ids = {1, 17, 300, 42, 511, 7, 7, 128, 256, 3, 99, 400, 0, 250};
+  const auto expected = all_logits(**twin, ids);
+  ASSERT_GT(*std::max_element(expected.begin(), expected.end()), 0.1f) << "degenerate model";
+
+  const Diff fp32 = compare(all_logits(**kq, ids), expected, vocab);
+  std::cout << "[ measured ] K-quant GGUF vs dequantized twin: max |logit diff| " << fp32.max_abs
+            << " (max |logit| " << fp32.max_logit << "), top-1 " << fp32.argmax_agree << "/"
+            << fp32.positions << "\n";
+  EXPECT_LE(fp32.max_abs, 1e-4f * fp32.max_logit + 1e-5f);
+  EXPECT_EQ(fp32.argmax_agree, fp32.positions);
+
+  const Diff decode = compare(decode_logits(**kq, ids), expected, vocab);
+  std::cout << "[ measured ] token-by-token decode: max |logit diff| " << decode.max_abs << "\n";
+  EXPECT_LE(decode.max_abs, 1e-4f * decode.max_logit + 1e-5f);
+  EXPECT_EQ(decode.argmax_agree, decode.positions);
+
+  (*kq)->set_int8_activations(true);
+  const Diff int8 = compare(all_logits(**kq, ids), expected, vocab);
+  std::cout << "[ measured ] with int8 activations: max |logit diff| " << int8.max_abs << ", top-1 "
+            << int8.argmax_agree << "/" << int8.positions << "\n";
+  // Each activation moves by at most half of max|x| / 127 per block of 32: ~0.4% relative.
+  EXPECT_LE(int8.max_abs, 0.02f * int8.max_logit);
+  EXPECT_GT(int8.max_abs, 0.0f) << "int8 activations were not used";
+}
+
+}  // namespace
+}  // namespace lm
