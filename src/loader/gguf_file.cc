@@ -25,6 +25,10 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
       return DType::kQ4_0;
     case 3:
       return DType::kQ4_1;
+    case 6:
+      return DType::kQ5_0;
+    case 7:
+      return DType::kQ5_1;
     case 8:
       return DType::kQ8_0;
     case 12:
@@ -244,7 +248,7 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
     auto dtype = dtype_from_ggml(*ggml_type);
     if (!dtype) {
       return bad("unsupported tensor type " + std::to_string(*ggml_type) +
-                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)");
+                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
     }
     info.dtype = *dtype;
     auto offset = r.read<uint64_t>();

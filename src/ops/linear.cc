@@ -20,6 +20,10 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return kernels::RowFormat::kQ4_0;
     case DType::kQ4_1:
       return kernels::RowFormat::kQ4_1;
+    case DType::kQ5_0:
+      return kernels::RowFormat::kQ5_0;
+    case DType::kQ5_1:
+      return kernels::RowFormat::kQ5_1;
     case DType::kQ4_K:
       return kernels::RowFormat::kQ4_K;
     case DType::kQ5_K:

@@ -8,9 +8,9 @@ namespace lm {
 
 const DTypeInfo& dtype_info(DType dtype) {
   static const DTypeInfo kInfos[] = {
-      {"F32", 1, 4},      {"F16", 1, 2},    {"BF16", 1, 2},     {"Q8_0", 32, 34},
-      {"Q4_0", 32, 18},   {"Q4_1", 32, 20}, {"Q4_K", 256, 144}, {"Q5_K", 256, 176},
-      {"Q6_K", 256, 210}, {"I32", 1, 4},
+      {"F32", 1, 4},      {"F16", 1, 2},      {"BF16", 1, 2},     {"Q8_0", 32, 34},
+      {"Q4_0", 32, 18},   {"Q4_1", 32, 20},   {"Q5_0", 32, 22},   {"Q5_1", 32, 24},
+      {"Q4_K", 256, 144}, {"Q5_K", 256, 176}, {"Q6_K", 256, 210}, {"I32", 1, 4},
   };
   const auto idx = static_cast<size_t>(dtype);
   LM_CHECK(idx < sizeof(kInfos) / sizeof(kInfos[0]));

@@ -20,7 +20,8 @@ namespace {
 using testing::random_floats;
 using testing::supported_isas;
 
-constexpr RowFormat kInt8Formats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1};
+constexpr RowFormat kInt8Formats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
+                                      RowFormat::kQ5_0, RowFormat::kQ5_1};
 
 std::vector<uint8_t> quantize_weights(RowFormat format, const std::vector<float>& w, int64_t n,
                                       int64_t k) {
@@ -31,6 +32,8 @@ std::vector<uint8_t> quantize_weights(RowFormat format, const std::vector<float>
     if (format == RowFormat::kQ8_0) quantize_row_q8_0(src, row, k);
     if (format == RowFormat::kQ4_0) quantize_row_q4_0(src, row, k);
     if (format == RowFormat::kQ4_1) quantize_row_q4_1(src, row, k);
+    if (format == RowFormat::kQ5_0) quantize_row_q5_0(src, row, k);
+    if (format == RowFormat::kQ5_1) quantize_row_q5_1(src, row, k);
   }
   return bytes;
 }

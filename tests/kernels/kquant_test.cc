@@ -1,6 +1,6 @@
 // K-quant row formats (Q4_K, Q5_K, Q6_K): the scalar dequantizer against gguf-py's (fixture from
-// scripts/fixtures/make_kquant_references.py), and every ISA's dequantizer, fp32 dot, int8 dot
-// and matmul against the scalar reference on random super-blocks.
+// scripts/fixtures/make_quant_block_references.py, which also pins Q5_0 and Q5_1), and every ISA's
+// dequantizer, fp32 dot, int8 dot and matmul against the scalar reference on random super-blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,7 +30,8 @@ std::vector<uint8_t> from_hex(const std::string& hex) {
 }
 
 RowFormat format_named(const std::string& name) {
-  for (RowFormat f : kKquants) {
+  for (RowFormat f :
+       {RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K, RowFormat::kQ5_K, RowFormat::kQ6_K}) {
     if (name == row_format_info(f).name) return f;
   }
   ADD_FAILURE() << "unknown format " << name;
@@ -48,8 +49,8 @@ TEST(Kquant, GeometryMatchesGgml) {
   EXPECT_FALSE(is_kquant(RowFormat::kQ4_1));
 }
 
-TEST(Kquant, DequantizeMatchesGgufPyOnEveryIsa) {
-  std::ifstream in(LM_REPO_ROOT "/tests/fixtures/kquants/kquant_blocks.json");
+TEST(Kquant, DequantizeMatchesGgufPyOnEveryIsaIncludingQ5) {
+  std::ifstream in(LM_REPO_ROOT "/tests/fixtures/quant_blocks/gguf_py_blocks.json");
   ASSERT_TRUE(in) << "missing fixture";
   const auto fixture = nlohmann::json::parse(in);
   int checked = 0;
@@ -70,9 +71,9 @@ TEST(Kquant, DequantizeMatchesGgufPyOnEveryIsa) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 3);
-  std::cout << "[ measured ] K-quant dequantization == gguf-py (" << fixture["generator"] << ") on "
-            << checked << " format x ISA cases\n";
+  EXPECT_GE(checked, 5);
+  std::cout << "[ measured ] Q5_0/Q5_1/K-quant dequantization == gguf-py (" << fixture["generator"]
+            << ") on " << checked << " format x ISA cases\n";
 }
 
 TEST(Kquant, FloatAndInt8DotsMatchTheScalarReferenceOnEveryIsa) {

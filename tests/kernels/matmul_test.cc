@@ -18,7 +18,8 @@ using testing::random_floats;
 using testing::supported_isas;
 
 constexpr RowFormat kAllFormats[] = {RowFormat::kF32,  RowFormat::kF16,  RowFormat::kBF16,
-                                     RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1};
+                                     RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
+                                     RowFormat::kQ5_0, RowFormat::kQ5_1};
 
 // n rows of k weights in `format`, each padded by `pad` bytes.
 struct PackedWeights {
@@ -56,6 +57,12 @@ PackedWeights pack(RowFormat format, int64_t n, int64_t k, int64_t pad, uint32_t
         break;
       case RowFormat::kQ4_1:
         quantize_row_q4_1(src, row, k);
+        break;
+      case RowFormat::kQ5_0:
+        quantize_row_q5_0(src, row, k);
+        break;
+      case RowFormat::kQ5_1:
+        quantize_row_q5_1(src, row, k);
         break;
       case RowFormat::kQ4_K:
       case RowFormat::kQ5_K:

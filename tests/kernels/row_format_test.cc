@@ -18,7 +18,8 @@ using testing::random_floats;
 using testing::supported_isas;
 
 constexpr RowFormat kAllFormats[] = {RowFormat::kF32,  RowFormat::kF16,  RowFormat::kBF16,
-                                     RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1};
+                                     RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
+                                     RowFormat::kQ5_0, RowFormat::kQ5_1};
 
 bool is_quantized(RowFormat f) { return row_format_info(f).block_size > 1; }
 
@@ -45,6 +46,12 @@ std::vector<uint8_t> encode(RowFormat format, const std::vector<float>& x) {
       break;
     case RowFormat::kQ4_1:
       quantize_row_q4_1(x.data(), out.data(), k);
+      break;
+    case RowFormat::kQ5_0:
+      quantize_row_q5_0(x.data(), out.data(), k);
+      break;
+    case RowFormat::kQ5_1:
+      quantize_row_q5_1(x.data(), out.data(), k);
       break;
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
@@ -150,7 +157,8 @@ TEST(RowFormat, Q4_1QuantizerUsesMinAndRange) {
 
 TEST(RowFormat, RoundTripErrorWithinHalfStep) {
   const auto x = random_floats(4096, 7, -3.0f, 3.0f);
-  for (RowFormat format : {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1}) {
+  for (RowFormat format :
+       {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1, RowFormat::kQ5_0, RowFormat::kQ5_1}) {
     SCOPED_TRACE(row_format_info(format).name);
     const auto bytes = encode(format, x);
     std::vector<float> out(x.size());
@@ -159,9 +167,9 @@ TEST(RowFormat, RoundTripErrorWithinHalfStep) {
     for (int64_t i = 0; i < 4096; ++i) {
       const uint8_t* block = bytes.data() + (i / 32) * block_bytes;
       const float step = std::fabs(f16_at(block));
-      // Half a step, plus the fp16 rounding of d (times up to 127) and of m. Q4_0 clamps the
-      // side opposite its signed max at nibble 15, which can cost a whole step.
-      const double steps = format == RowFormat::kQ4_0 ? 1.0 : 0.5;
+      // Half a step, plus the fp16 rounding of d (times up to 127) and of m. Q4_0 and Q5_0 clamp
+      // the side opposite their signed max at the top value, which can cost a whole step.
+      const double steps = format == RowFormat::kQ4_0 || format == RowFormat::kQ5_0 ? 1.0 : 0.5;
       const double bound = step * (steps + 127.0 / 1024.0) + 3.0 / 1024.0 + 1e-6;
       EXPECT_NEAR(out[i], x[i], bound) << i;
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -27,9 +28,14 @@ struct Agreement {
 
 // Top-1 agreement over the fixture's positions, with fp32 or int8-quantized activations.
 Agreement measure_agreement(bool int8_activations) {
-  std::ifstream in(LM_REPO_ROOT "/tests/fixtures/models/smollm2-q4_1-llamacpp.json");
+  // Development only: LM_LLAMACPP_REFERENCE names another fixture of make_llamacpp_references.py
+  // (--gguf FILE --out FIXTURE), e.g. for a Q4_K_M file made with llama-quantize.
+  const char* other = std::getenv("LM_LLAMACPP_REFERENCE");
+  std::ifstream in(other ? other
+                         : LM_REPO_ROOT "/tests/fixtures/models/smollm2-q4_1-llamacpp.json");
   const auto fixture = nlohmann::json::parse(in);
-  auto model = LlamaModel::load(LM_REPO_ROOT "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  auto model = LlamaModel::load(other ? fixture["gguf"].get<std::string>()
+                                      : LM_REPO_ROOT "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
   EXPECT_TRUE(model.ok()) << model.error().message;
   if (!model.ok()) return {};
   (*model)->set_int8_activations(int8_activations);

@@ -28,6 +28,18 @@ int32_t block_dot_nibbles(const uint8_t* qs, int offset, const int8_t* q) {
   return sum;
 }
 
+// Q5 values (nibble | fifth bit) minus `offset` (16 for Q5_0, 0 for Q5_1) against q.
+int32_t block_dot_q5(const uint8_t* qh_bytes, const uint8_t* qs, int offset, const int8_t* q) {
+  const uint32_t qh = quant::load_qh(qh_bytes);
+  int32_t sum = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (qs[i] & 0x0f) | static_cast<int>(((qh >> i) & 1) << 4);
+    const int hi = (qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+    sum += (lo - offset) * q[i] + (hi - offset) * q[i + 16];
+  }
+  return sum;
+}
+
 // A K-quant row against 8 activation blocks per super-block: exact int32 sums per group (Q6_K:
 // per half-group, with its -32 offset folded in), one fp32 multiply-add per group.
 float dot_row_q8_kquant(RowFormat format, const uint8_t* row, const BlockQ8Act* xq, int64_t k) {
@@ -75,7 +87,7 @@ float dot_row_q8_kquant(RowFormat format, const uint8_t* row, const BlockQ8Act* 
 
 bool supports_int8_dot(RowFormat format) {
   return format == RowFormat::kQ8_0 || format == RowFormat::kQ4_0 || format == RowFormat::kQ4_1 ||
-         is_kquant(format);
+         format == RowFormat::kQ5_0 || format == RowFormat::kQ5_1 || is_kquant(format);
 }
 
 void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
@@ -116,6 +128,19 @@ float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq,
       case RowFormat::kQ4_1: {
         const uint8_t* block = bytes + b * quant::kQ4_1Bytes;
         sum += static_cast<float>(block_dot_nibbles(block + 4, 0, a.qs)) *
+                   (quant::load_f16(block) * a.d) +
+               quant::load_f16(block + 2) * a.s;
+        break;
+      }
+      case RowFormat::kQ5_0: {
+        const uint8_t* block = bytes + b * quant::kQ5_0Bytes;
+        sum += static_cast<float>(block_dot_q5(block + 2, block + 6, 16, a.qs)) *
+               (quant::load_f16(block) * a.d);
+        break;
+      }
+      case RowFormat::kQ5_1: {
+        const uint8_t* block = bytes + b * quant::kQ5_1Bytes;
+        sum += static_cast<float>(block_dot_q5(block + 4, block + 8, 0, a.qs)) *
                    (quant::load_f16(block) * a.d) +
                quant::load_f16(block + 2) * a.s;
         break;

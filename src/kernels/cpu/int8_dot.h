@@ -1,4 +1,4 @@
-// Integer dot products of GGML Q8_0/Q4_0/Q4_1 weight rows with activations quantized to int8 per
+// Integer dot products of GGML quantized weight rows with activations quantized to int8 per
 // block of 32, as llama.cpp computes these formats (its Q8_0 / Q8_1 activation blocks): the
 // activation row is quantized once, then every weight row is an int8 x int8 (or nibble x int8)
 // dot with int32 accumulation per block and one fp32 multiply-add per block.
@@ -20,7 +20,7 @@ struct BlockQ8Act {
   int8_t qs[32];
 };
 
-// True for the weight formats with an int8 dot (Q8_0, Q4_0, Q4_1 and the K-quants).
+// True for the weight formats with an int8 dot (every GGML block format).
 bool supports_int8_dot(RowFormat format);
 
 // dst[0, k / 32) = x[0, k) quantized (k a multiple of 32). q = round-half-even(x / d), so every

@@ -12,8 +12,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/avx2_block_unpack.h"
+
 namespace lm::kernels {
 namespace {
+
+using avx2::nibbles_to_bytes;
 
 float load_f16(const uint8_t* p) {
   uint16_t h;
@@ -40,14 +44,6 @@ int32_t hsum_epi32(__m256i v) {
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
   return _mm_cvtsi128_si32(s);
-}
-
-// 16 bytes of nibbles as 32 bytes: low nibbles (elements 0-15) then high nibbles (16-31).
-__m256i nibbles_to_bytes(const uint8_t* qs) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both =
-      _mm256_insertf128_si256(_mm256_castsi128_si256(raw), _mm_srli_epi16(raw, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
 // Eight int32 partial sums of u[i] * s[i] (u unsigned, s signed; pairs fit int16 for our ranges).
@@ -119,6 +115,27 @@ float dot_row_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, i
       acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block) * xq[b].d), dot, acc);
     }
     return hsum(acc);
+  }
+  if (format == RowFormat::kQ5_0) {
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const uint8_t* block = bytes + b * 22;
+      const __m256i w = _mm256_sub_epi8(avx2::q5_to_bytes(block + 2, block + 6), sixteen);
+      const __m256 dot = _mm256_cvtepi32_ps(dot_s8_s8(w, load_qs(xq[b])));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block) * xq[b].d), dot, acc);
+    }
+    return hsum(acc);
+  }
+  if (format == RowFormat::kQ5_1) {
+    float offsets = 0.0f;
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const uint8_t* block = bytes + b * 24;
+      const __m256i w = avx2::q5_to_bytes(block + 4, block + 8);
+      const __m256 dot = _mm256_cvtepi32_ps(dot_u8_s8(w, load_qs(xq[b])));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block) * xq[b].d), dot, acc);
+      offsets += load_f16(block + 2) * xq[b].s;
+    }
+    return hsum(acc) + offsets;
   }
   // Q4_1: nibbles are already unsigned; the offset m contributes m * (d_x * sum(q_x)).
   float offsets = 0.0f;

@@ -29,7 +29,7 @@ struct IsaKernels {
   void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
                     int64_t k, float* y, int64_t ldy);
   // The int8 activation path (int8_dot.h): quantize an fp32 row to int8 blocks, and the integer
-  // dot of a Q8_0/Q4_0/Q4_1 row with such a row.
+  // dot of a GGML block-format row with such a row.
   void (*quantize_row_q8_act)(const float* x, BlockQ8Act* dst, int64_t k);
   float (*dot_row_q8)(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k);
 };

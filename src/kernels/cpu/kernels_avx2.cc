@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/cpu/avx2_block_unpack.h"
 #include "kernels/cpu/row_format.h"
 
 namespace lm::kernels {
@@ -112,27 +113,50 @@ BlockValues unpack_nibbles(const uint8_t* qs, int offset) {
            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))}};
 }
 
+// 32 signed bytes (element order) as four vectors of 8 floats.
+BlockValues bytes_to_floats(__m256i q) {
+  const __m128i lo = _mm256_castsi256_si128(q);
+  const __m128i hi = _mm256_extracti128_si256(q, 1);
+  return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
+           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))}};
+}
+
+// One block's values before scaling, its scale d and offset m (0 for the symmetric formats):
+// value = q * d + m.
+struct UnpackedBlock {
+  BlockValues q;
+  float d;
+  float m;
+};
+
+UnpackedBlock unpack_block(RowFormat format, const uint8_t* block) {
+  switch (format) {
+    case RowFormat::kQ8_0:
+      return {unpack_q8_0(block), load_f16(block), 0.0f};
+    case RowFormat::kQ4_0:
+      return {unpack_nibbles(block + 2, 8), load_f16(block), 0.0f};
+    case RowFormat::kQ4_1:
+      return {unpack_nibbles(block + 4, 0), load_f16(block), load_f16(block + 2)};
+    case RowFormat::kQ5_0:
+      return {bytes_to_floats(
+                  _mm256_sub_epi8(avx2::q5_to_bytes(block + 2, block + 6), _mm256_set1_epi8(16))),
+              load_f16(block), 0.0f};
+    default:  // kQ5_1
+      return {bytes_to_floats(avx2::q5_to_bytes(block + 4, block + 8)), load_f16(block),
+              load_f16(block + 2)};
+  }
+}
+
 // Block values with scale and offset applied: q * d + m.
 void dequantize_blocks(RowFormat format, const uint8_t* src, float* dst, int64_t num_blocks) {
+  const int64_t block_bytes = row_format_info(format).block_bytes;
   for (int64_t b = 0; b < num_blocks; ++b, dst += 32) {
-    BlockValues q;
-    __m256 d;
-    __m256 m = _mm256_setzero_ps();
-    if (format == RowFormat::kQ8_0) {
-      const uint8_t* block = src + b * 34;
-      d = _mm256_set1_ps(load_f16(block));
-      q = unpack_q8_0(block);
-    } else if (format == RowFormat::kQ4_0) {
-      const uint8_t* block = src + b * 18;
-      d = _mm256_set1_ps(load_f16(block));
-      q = unpack_nibbles(block + 2, 8);
-    } else {
-      const uint8_t* block = src + b * 20;
-      d = _mm256_set1_ps(load_f16(block));
-      m = _mm256_set1_ps(load_f16(block + 2));
-      q = unpack_nibbles(block + 4, 0);
-    }
-    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + 8 * g, _mm256_fmadd_ps(q.v[g], d, m));
+    const UnpackedBlock u = unpack_block(format, src + b * block_bytes);
+    const __m256 d = _mm256_set1_ps(u.d);
+    const __m256 m = _mm256_set1_ps(u.m);
+    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + 8 * g, _mm256_fmadd_ps(u.q.v[g], d, m));
   }
 }
 
@@ -157,6 +181,8 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
+    case RowFormat::kQ5_0:
+    case RowFormat::kQ5_1:
       dequantize_blocks(format, static_cast<const uint8_t*>(src), dst, k / 32);
       return;
     case RowFormat::kQ4_K:
@@ -168,33 +194,24 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
 }
 
 float dot_blocks(RowFormat format, const uint8_t* row, const float* x, int64_t num_blocks) {
+  const int64_t block_bytes = row_format_info(format).block_bytes;
+  const bool has_offset = format == RowFormat::kQ4_1 || format == RowFormat::kQ5_1;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < num_blocks; ++b, x += 32) {
     const __m256 x0 = _mm256_loadu_ps(x);
     const __m256 x1 = _mm256_loadu_ps(x + 8);
     const __m256 x2 = _mm256_loadu_ps(x + 16);
     const __m256 x3 = _mm256_loadu_ps(x + 24);
-    BlockValues q;
-    const uint8_t* block;
-    if (format == RowFormat::kQ8_0) {
-      block = row + b * 34;
-      q = unpack_q8_0(block);
-    } else if (format == RowFormat::kQ4_0) {
-      block = row + b * 18;
-      q = unpack_nibbles(block + 2, 8);
-    } else {
-      block = row + b * 20;
-      q = unpack_nibbles(block + 4, 0);
-    }
-    // sum(q * d * x) = d * sum(q * x); Q4_1 adds m * sum(x).
-    __m256 qx = _mm256_mul_ps(q.v[0], x0);
-    qx = _mm256_fmadd_ps(q.v[1], x1, qx);
-    qx = _mm256_fmadd_ps(q.v[2], x2, qx);
-    qx = _mm256_fmadd_ps(q.v[3], x3, qx);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block)), qx, acc);
-    if (format == RowFormat::kQ4_1) {
+    const UnpackedBlock u = unpack_block(format, row + b * block_bytes);
+    // sum(q * d * x) = d * sum(q * x); the offset formats add m * sum(x).
+    __m256 qx = _mm256_mul_ps(u.q.v[0], x0);
+    qx = _mm256_fmadd_ps(u.q.v[1], x1, qx);
+    qx = _mm256_fmadd_ps(u.q.v[2], x2, qx);
+    qx = _mm256_fmadd_ps(u.q.v[3], x3, qx);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(u.d), qx, acc);
+    if (has_offset) {
       const __m256 sx = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(load_f16(block + 2)), sx, acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(u.m), sx, acc);
     }
   }
   return hsum(acc);
@@ -227,6 +244,8 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
+    case RowFormat::kQ5_0:
+    case RowFormat::kQ5_1:
       return dot_blocks(format, static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:

@@ -53,6 +53,22 @@ void dequantize_block(RowFormat format, const uint8_t* block, float* out) {
       }
       return;
     }
+    case RowFormat::kQ5_0:
+    case RowFormat::kQ5_1: {
+      const bool q5_1 = format == RowFormat::kQ5_1;
+      const float d = quant::load_f16(block);
+      const float m = q5_1 ? quant::load_f16(block + 2) : 0.0f;
+      const uint32_t qh = quant::load_qh(block + (q5_1 ? 4 : 2));
+      const uint8_t* qs = block + (q5_1 ? 8 : 6);
+      const int offset = q5_1 ? 0 : 16;
+      for (int i = 0; i < 16; ++i) {
+        const int lo = (qs[i] & 0x0f) | static_cast<int>(((qh >> i) & 1) << 4);
+        const int hi = (qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+        out[i] = static_cast<float>(lo - offset) * d + m;
+        out[i + 16] = static_cast<float>(hi - offset) * d + m;
+      }
+      return;
+    }
     default:
       LM_CHECK_MSG(false, "not a block format");
   }
@@ -108,7 +124,9 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     }
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
-    case RowFormat::kQ4_1: {
+    case RowFormat::kQ4_1:
+    case RowFormat::kQ5_0:
+    case RowFormat::kQ5_1: {
       const int64_t block_bytes = row_format_info(format).block_bytes;
       for (int64_t b = 0; b < k / 32; ++b)
         dequantize_block(format, bytes + b * block_bytes, dst + b * 32);
@@ -143,7 +161,9 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     }
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
-    case RowFormat::kQ4_1: {
+    case RowFormat::kQ4_1:
+    case RowFormat::kQ5_0:
+    case RowFormat::kQ5_1: {
       const auto* bytes = static_cast<const uint8_t*>(row);
       const int64_t block_bytes = row_format_info(format).block_bytes;
       float block[32];

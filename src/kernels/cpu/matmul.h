@@ -11,7 +11,7 @@ namespace lm::kernels {
 
 // w: n rows of k elements in `format`, row j at w + j * w_row_bytes. x: [m, k] fp32 row-major.
 // y: [m, n] fp32 row-major. bias: [n] fp32 or null. Work is split over n across the pool.
-// quantize_activations: for Q8_0/Q4_0/Q4_1 weights, quantize each X row to int8 blocks once and
+// quantize_activations: for GGML block-format weights, quantize each X row to int8 blocks once and
 // use integer dots (int8_dot.h), as llama.cpp does; other formats ignore it. Off by default: the
 // fp32-activation path is the one the exactness tests pin.
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,

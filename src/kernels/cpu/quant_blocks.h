@@ -12,6 +12,8 @@ namespace lm::kernels::quant {
 inline constexpr int64_t kQ8_0Bytes = 34;  // fp16 d, int8 qs[32]
 inline constexpr int64_t kQ4_0Bytes = 18;  // fp16 d, uint8 qs[16]
 inline constexpr int64_t kQ4_1Bytes = 20;  // fp16 d, fp16 m, uint8 qs[16]
+inline constexpr int64_t kQ5_0Bytes = 22;  // fp16 d, uint8 qh[4], uint8 qs[16]
+inline constexpr int64_t kQ5_1Bytes = 24;  // fp16 d, fp16 m, uint8 qh[4], uint8 qs[16]
 
 inline float load_f16(const uint8_t* p) {
   uint16_t h;
@@ -22,6 +24,13 @@ inline float load_f16(const uint8_t* p) {
 inline void store_f16(uint8_t* p, float value) {
   const uint16_t h = fp32_to_fp16(value);
   std::memcpy(p, &h, sizeof(h));
+}
+
+// The 32 fifth bits of a Q5 block (bit i belongs to element i).
+inline uint32_t load_qh(const uint8_t* p) {
+  uint32_t qh;
+  std::memcpy(&qh, p, sizeof(qh));
+  return qh;
 }
 
 }  // namespace lm::kernels::quant

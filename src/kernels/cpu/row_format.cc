@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
@@ -17,6 +18,8 @@ const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kQ8_0{"q8_0", kQuantBlockSize, quant::kQ8_0Bytes};
   static constexpr RowFormatInfo kQ4_0{"q4_0", kQuantBlockSize, quant::kQ4_0Bytes};
   static constexpr RowFormatInfo kQ4_1{"q4_1", kQuantBlockSize, quant::kQ4_1Bytes};
+  static constexpr RowFormatInfo kQ5_0{"q5_0", kQuantBlockSize, quant::kQ5_0Bytes};
+  static constexpr RowFormatInfo kQ5_1{"q5_1", kQuantBlockSize, quant::kQ5_1Bytes};
   static constexpr RowFormatInfo kQ4_K{"q4_k", kquant::kSuperBlock, kquant::kQ4_KBytes};
   static constexpr RowFormatInfo kQ5_K{"q5_k", kquant::kSuperBlock, kquant::kQ5_KBytes};
   static constexpr RowFormatInfo kQ6_K{"q6_k", kquant::kSuperBlock, kquant::kQ6_KBytes};
@@ -33,6 +36,10 @@ const RowFormatInfo& row_format_info(RowFormat format) {
       return kQ4_0;
     case RowFormat::kQ4_1:
       return kQ4_1;
+    case RowFormat::kQ5_0:
+      return kQ5_0;
+    case RowFormat::kQ5_1:
+      return kQ5_1;
     case RowFormat::kQ4_K:
       return kQ4_K;
     case RowFormat::kQ5_K:
@@ -128,6 +135,62 @@ void quantize_row_q4_1(const float* src, void* dst, int64_t k) {
           std::min(15, static_cast<int>(static_cast<int8_t>((src[i + 16] - min) * id + 0.5f)));
       block[4 + i] = static_cast<uint8_t>(lo | (hi << 4));
     }
+  }
+}
+
+void quantize_row_q5_0(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
+    // As Q4_0: the largest-magnitude value keeps its sign and maps to -16.
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int i = 0; i < kQuantBlockSize; ++i) {
+      if (std::fabs(src[i]) > amax) {
+        amax = std::fabs(src[i]);
+        max = src[i];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* block = out + b * quant::kQ5_0Bytes;
+    quant::store_f16(block, d);
+    uint32_t qh = 0;
+    for (int i = 0; i < kQuantBlockSize / 2; ++i) {
+      const int lo = std::min(31, static_cast<int>(static_cast<int8_t>(src[i] * id + 16.5f)));
+      const int hi = std::min(31, static_cast<int>(static_cast<int8_t>(src[i + 16] * id + 16.5f)));
+      block[6 + i] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((lo >> 4) & 1) << i;
+      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (i + 16);
+    }
+    std::memcpy(block + 2, &qh, sizeof(qh));
+  }
+}
+
+void quantize_row_q5_1(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
+    float min = src[0];
+    float max = src[0];
+    for (int i = 1; i < kQuantBlockSize; ++i) {
+      min = std::min(min, src[i]);
+      max = std::max(max, src[i]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* block = out + b * quant::kQ5_1Bytes;
+    quant::store_f16(block, d);
+    quant::store_f16(block + 2, min);
+    uint32_t qh = 0;
+    for (int i = 0; i < kQuantBlockSize / 2; ++i) {
+      const int lo = static_cast<int>(static_cast<uint8_t>((src[i] - min) * id + 0.5f));
+      const int hi = static_cast<int>(static_cast<uint8_t>((src[i + 16] - min) * id + 0.5f));
+      block[8 + i] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((lo >> 4) & 1) << i;
+      qh |= static_cast<uint32_t>((hi >> 4) & 1) << (i + 16);
+    }
+    std::memcpy(block + 4, &qh, sizeof(qh));
   }
 }
 

@@ -1,4 +1,4 @@
-// Weight row formats (fp32, fp16, bf16, GGML's Q8_0/Q4_0/Q4_1 blocks and Q4_K/Q5_K/Q6_K
+// Weight row formats (fp32, fp16, bf16, GGML's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 blocks and Q4_K/Q5_K/Q6_K
 // super-blocks): their block geometry, and whole-row conversion and dot product against fp32
 // activations with fp32 accumulation.
 #pragma once
@@ -9,14 +9,17 @@
 
 namespace lm::kernels {
 
-enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ4_K, kQ5_K, kQ6_K };
+enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 
 // A row of k elements is k / block_size blocks of block_bytes each (block_size 1 for the
 // float formats). Quantized layouts are GGML's, byte for byte:
 //   Q8_0: {fp16 d; int8 qs[32]}            value = qs[i] * d
 //   Q4_0: {fp16 d; uint8 qs[16]}           value = (nibble - 8) * d
 //   Q4_1: {fp16 d; fp16 m; uint8 qs[16]}   value = nibble * d + m
-// where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble.
+//   Q5_0: {fp16 d; uint8 qh[4]; uint8 qs[16]}          value = (q5 - 16) * d
+//   Q5_1: {fp16 d; fp16 m; uint8 qh[4]; uint8 qs[16]}  value = q5 * d + m
+// where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble; Q5's fifth
+// bit of element i is bit i of the little-endian 32-bit qh.
 // The K-quants (blocks of 256) are described in kquant_blocks.h.
 struct RowFormatInfo {
   const char* name;
@@ -44,5 +47,7 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k, Isa 
 void quantize_row_q8_0(const float* src, void* dst, int64_t k);
 void quantize_row_q4_0(const float* src, void* dst, int64_t k);
 void quantize_row_q4_1(const float* src, void* dst, int64_t k);
+void quantize_row_q5_0(const float* src, void* dst, int64_t k);
+void quantize_row_q5_1(const float* src, void* dst, int64_t k);
 
 }  // namespace lm::kernels
