@@ -1,10 +1,27 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace lm {
+namespace {
 
-ThreadPool::ThreadPool(int num_threads) {
+// Tells the core this is a spin-wait (frees the sibling hyper-thread, saves power).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads, int spin_us) : spin_us_(std::max(0, spin_us)) {
   if (num_threads <= 0)
     num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -13,10 +30,23 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+template <typename Done>
+void ThreadPool::spin_then_wait(std::condition_variable& cv, Done done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+  for (int i = 0;; ++i) {
+    if (done()) return;
+    cpu_relax();
+    if ((i & 63) == 63 && Clock::now() >= deadline) break;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv.wait(lock, done);
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
@@ -30,39 +60,34 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     return;
   }
   const int64_t chunk = ((num_grains + threads - 1) / threads) * grain;
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  pending_.store(static_cast<int>(workers_.size()));
   {
+    // Taking the mutex orders this publication against a worker that is between its predicate
+    // check and its wait, so no wake-up is lost; spinning workers see generation_ directly.
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1);
   }
   wake_.notify_all();
   fn(0, std::min(chunk, n));
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  spin_then_wait(done_, [this] { return pending_.load() == 0; });
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int worker_idx) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t begin, end;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      begin = std::min(job_n_, job_chunk_ * worker_idx);
-      end = std::min(job_n_, begin + job_chunk_);
-    }
-    if (begin < end) (*job)(begin, end);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+    spin_then_wait(wake_, [&] { return stop_.load() || generation_.load() != seen; });
+    if (stop_.load()) return;
+    seen = generation_.load();
+    const int64_t begin = std::min(job_n_, job_chunk_ * worker_idx);
+    const int64_t end = std::min(job_n_, begin + job_chunk_);
+    if (begin < end) (*job_)(begin, end);
+    if (pending_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // see parallel_for: no lost wake-up
+      done_.notify_one();
     }
   }
 }

@@ -1,0 +1,137 @@
+// text-generation-benchmark: TGI ships a benchmark of this name that drives its model shards
+// directly; ours runs the engine in-process (bench/engine_benchmark.h) at the chosen batch sizes,
+// prompt and decode lengths, prints prefill and decode latency and throughput with percentiles,
+// and writes every run to a JSON file.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/log.h"
+#include "bench/engine_benchmark.h"
+#include "bench/latency_summary.h"
+#include "kernels/cpu/isa.h"
+
+namespace {
+
+struct Options {
+  std::string model_id;
+  std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 16, 32};
+  int64_t sequence_length = 10;
+  int64_t decode_length = 8;
+  int runs = 10;
+  int warmups = 1;
+  int num_threads = 0;
+  bool int8_activations = false;
+  std::string output;
+};
+
+nlohmann::json to_json(const lm::LatencySummary& s) {
+  return {{"count", s.count}, {"mean", s.mean}, {"min", s.min}, {"max", s.max},
+          {"p50", s.p50},     {"p90", s.p90},   {"p99", s.p99}};
+}
+
+void print_row(const char* what, const lm::LatencySummary& s, double scale, const char* unit) {
+  fmt::print(
+      "  {:<24} avg {:>10.2f}  min {:>10.2f}  p50 {:>10.2f}  p90 {:>10.2f}  p99 {:>10.2f}  max "
+      "{:>10.2f} {}\n",
+      what, s.mean * scale, s.min * scale, s.p50 * scale, s.p90 * scale, s.p99 * scale,
+      s.max * scale, unit);
+}
+
+int run(const Options& o) {
+  auto model = lm::LlamaModel::load(o.model_id);
+  if (!model.ok()) {
+    lm::log_error(model.error().message);
+    return 1;
+  }
+  (*model)->set_int8_activations(o.int8_activations);
+  lm::ThreadPool pool(o.num_threads);
+  fmt::print("model {} | threads {} | kernels {} | int8 activations {}\n", o.model_id,
+             pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
+             o.int8_activations ? "on" : "off");
+  nlohmann::json cases = nlohmann::json::array();
+  for (int64_t batch : o.batch_sizes) {
+    lm::BenchmarkCase c{batch, o.sequence_length, o.decode_length};
+    auto runs = lm::run_engine_benchmark(**model, pool, c, o.runs, o.warmups);
+    if (!runs.ok()) {
+      lm::log_error(runs.error().message);
+      return 1;
+    }
+    std::vector<double> prefill, prefill_tps, decode, step, decode_tps;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const lm::BenchmarkRun& r : *runs) {
+      prefill.push_back(r.prefill_seconds);
+      prefill_tps.push_back(r.prefill_tokens_per_second);
+      decode.push_back(r.decode_seconds);
+      step.push_back(r.decode_step_seconds);
+      decode_tps.push_back(r.decode_tokens_per_second);
+      rows.push_back({{"prefill_seconds", r.prefill_seconds},
+                      {"prefill_tokens_per_second", r.prefill_tokens_per_second},
+                      {"decode_seconds", r.decode_seconds},
+                      {"decode_step_seconds", r.decode_step_seconds},
+                      {"decode_tokens_per_second", r.decode_tokens_per_second}});
+    }
+    fmt::print("batch {} | sequence length {} | decode length {} | {} runs\n", batch,
+               o.sequence_length, o.decode_length, runs->size());
+    print_row("prefill latency", lm::summarize(prefill), 1e3, "ms");
+    print_row("prefill throughput", lm::summarize(prefill_tps), 1.0, "tokens/s");
+    if (o.decode_length > 1) {
+      print_row("decode latency (total)", lm::summarize(decode), 1e3, "ms");
+      print_row("decode latency (step)", lm::summarize(step), 1e3, "ms");
+      print_row("decode throughput", lm::summarize(decode_tps), 1.0, "tokens/s");
+    }
+    cases.push_back({{"batch_size", batch},
+                     {"sequence_length", o.sequence_length},
+                     {"decode_length", o.decode_length},
+                     {"prefill_latency_seconds", to_json(lm::summarize(prefill))},
+                     {"prefill_tokens_per_second", to_json(lm::summarize(prefill_tps))},
+                     {"decode_latency_seconds", to_json(lm::summarize(decode))},
+                     {"decode_step_seconds", to_json(lm::summarize(step))},
+                     {"decode_tokens_per_second", to_json(lm::summarize(decode_tps))},
+                     {"runs", rows}});
+  }
+  if (!o.output.empty()) {
+    nlohmann::json doc = {{"tool", "text-generation-benchmark"},
+                          {"model_id", o.model_id},
+                          {"threads", pool.num_threads()},
+                          {"kernels", lm::kernels::isa_name(lm::kernels::best_isa())},
+                          {"int8_activations", o.int8_activations},
+                          {"warmups", o.warmups},
+                          {"cases", cases}};
+    std::ofstream out(o.output);
+    out << doc.dump(2) << "\n";
+    if (!out) {
+      lm::log_error("cannot write " + o.output);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"text-generation-benchmark: in-process prefill/decode latency and throughput"};
+  Options o;
+  app.add_option("--model-id", o.model_id, "A GGUF file or a Hugging Face model folder")
+      ->envname("MODEL_ID")
+      ->required();
+  app.add_option("-b,--batch-size", o.batch_sizes, "Batch sizes to run (repeatable)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-s,--sequence-length", o.sequence_length, "Prompt tokens per request")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-d,--decode-length", o.decode_length, "Generated tokens per request")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-r,--runs", o.runs, "Recorded runs per batch size")->check(CLI::PositiveNumber);
+  app.add_option("-w,--warmups", o.warmups, "Unrecorded runs first")->check(CLI::NonNegativeNumber);
+  app.add_option("--num-threads", o.num_threads, "Compute threads (0: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--int8-activations", o.int8_activations,
+                 "Quantize activations to int8 for GGML block formats (true/false)");
+  app.add_option("--output", o.output, "Write every run and the summaries to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+  return run(o);
+}

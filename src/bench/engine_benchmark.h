@@ -1,0 +1,42 @@
+// The in-process engine benchmark behind `text-generation-benchmark` (TGI ships a tool of that
+// name that drives its model shards directly). Each run submits `batch_size` requests of
+// `sequence_length` random prompt ids at once to a fresh Engine over the real ModelExecutor and
+// times, from the engine's token callbacks:
+//   prefill: submit -> every request has its first token (one batched prefill step when
+//            max_batch_prefill_tokens allows, as TGI's benchmark does);
+//   decode:  first token of the batch -> last token, (decode_length - 1) steps.
+// Prefix caching is off, so every run computes every prompt token.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "model/llama_model.h"
+
+namespace lm {
+
+struct BenchmarkCase {
+  int64_t batch_size = 1;
+  int64_t sequence_length = 10;  // prompt tokens per request
+  int64_t decode_length = 8;     // generated tokens per request (EOS ignored)
+};
+
+struct BenchmarkRun {
+  double prefill_seconds = 0;  // submit -> last first token
+  double decode_seconds = 0;   // last first token -> last token
+  // Tokens per second over the phase: batch * sequence_length / prefill, and
+  // batch * (decode_length - 1) / decode (0 when decode_length is 1).
+  double prefill_tokens_per_second = 0;
+  double decode_tokens_per_second = 0;
+  double decode_step_seconds = 0;  // decode_seconds / (decode_length - 1)
+};
+
+// Runs `warmups` unrecorded and `runs` recorded repetitions of `c`. Prompt ids are drawn from
+// [0, vocab) with a fixed seed (the same prompts on every run and for every build).
+Result<std::vector<BenchmarkRun>> run_engine_benchmark(LlamaModel& model, ThreadPool& pool,
+                                                       const BenchmarkCase& c, int runs,
+                                                       int warmups);
+
+}  // namespace lm
