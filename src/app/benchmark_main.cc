@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "bench/engine_benchmark.h"
 #include "bench/latency_summary.h"
+#include "bench/machine_limits.h"
 #include "kernels/cpu/isa.h"
 
 namespace {
@@ -25,6 +26,7 @@ struct Options {
   int warmups = 1;
   int num_threads = 0;
   bool int8_activations = false;
+  bool measure_machine = false;
   std::string output;
 };
 
@@ -52,6 +54,15 @@ int run(const Options& o) {
   fmt::print("model {} | threads {} | kernels {} | int8 activations {}\n", o.model_id,
              pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
              o.int8_activations ? "on" : "off");
+  nlohmann::json machine;
+  if (o.measure_machine) {
+    const lm::MachineLimits m = lm::measure_machine_limits(pool);
+    fmt::print("machine: memory read {:.2f} GB/s | fp32 FMA peak {:.1f} GFLOP/s ({})\n",
+               m.read_bytes_per_second / 1e9, m.fma_flops_per_second / 1e9, m.fma_isa);
+    machine = {{"read_bytes_per_second", m.read_bytes_per_second},
+               {"fma_flops_per_second", m.fma_flops_per_second},
+               {"fma_isa", m.fma_isa}};
+  }
   nlohmann::json cases = nlohmann::json::array();
   for (int64_t batch : o.batch_sizes) {
     lm::BenchmarkCase c{batch, o.sequence_length, o.decode_length};
@@ -100,6 +111,7 @@ int run(const Options& o) {
                           {"kernels", lm::kernels::isa_name(lm::kernels::best_isa())},
                           {"int8_activations", o.int8_activations},
                           {"warmups", o.warmups},
+                          {"machine", machine},
                           {"cases", cases}};
     std::ofstream out(o.output);
     out << doc.dump(2) << "\n";
@@ -131,6 +143,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--int8-activations", o.int8_activations,
                  "Quantize activations to int8 for GGML block formats (true/false)");
+  app.add_flag("--measure-machine", o.measure_machine,
+               "Also measure memory read bandwidth and the fp32 FMA peak with these threads");
   app.add_option("--output", o.output, "Write every run and the summaries to this JSON file");
   CLI11_PARSE(app, argc, argv);
   return run(o);

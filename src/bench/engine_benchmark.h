@@ -33,7 +33,8 @@ struct BenchmarkRun {
   double decode_step_seconds = 0;  // decode_seconds / (decode_length - 1)
 };
 
-// Runs `warmups` unrecorded and `runs` recorded repetitions of `c`. Prompt ids are drawn from
+// Runs `warmups` unrecorded runs (prefill + one decode step) and `runs` recorded repetitions of
+// `c`. Prompt ids are drawn from
 // [0, vocab) with a fixed seed (the same prompts on every run and for every build).
 Result<std::vector<BenchmarkRun>> run_engine_benchmark(LlamaModel& model, ThreadPool& pool,
                                                        const BenchmarkCase& c, int runs,

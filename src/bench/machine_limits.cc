@@ -1,0 +1,92 @@
+#include "bench/machine_limits.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+
+namespace lm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double read_bandwidth(ThreadPool& pool, int64_t bytes) {
+  const auto words = static_cast<size_t>(bytes / 8);
+  std::vector<uint64_t> buffer(words);
+  // Touch every page from the threads that will read it (first-touch placement).
+  pool.parallel_for(static_cast<int64_t>(words), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) buffer[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  });
+  double best = 0;
+  std::atomic<uint64_t> sink{0};
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto start = Clock::now();
+    pool.parallel_for(
+        static_cast<int64_t>(words),
+        [&](int64_t begin, int64_t end) {
+          // Four independent sums keep several loads in flight per cycle.
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = begin;
+          for (; i + 4 <= end; i += 4) {
+            s0 += buffer[static_cast<size_t>(i)];
+            s1 += buffer[static_cast<size_t>(i + 1)];
+            s2 += buffer[static_cast<size_t>(i + 2)];
+            s3 += buffer[static_cast<size_t>(i + 3)];
+          }
+          for (; i < end; ++i) s0 += buffer[static_cast<size_t>(i)];
+          sink += s0 + s1 + s2 + s3;
+        },
+        4096);
+    best = std::max(best, static_cast<double>(words * 8) / seconds_since(start));
+  }
+  return sink.load() == 42 ? best + 1e-9 : best;  // keeps the sums observable
+}
+
+double fma_peak(ThreadPool& pool, const char** isa_name) {
+  double (*probe)(int64_t, float*) = nullptr;
+  if (kernels::isa_supported(kernels::Isa::kAvx512)) {
+    probe = fma_probe_avx512;
+    *isa_name = "avx512";
+  } else if (kernels::isa_supported(kernels::Isa::kAvx2)) {
+    probe = fma_probe_avx2;
+    *isa_name = "avx2";
+  } else {
+    *isa_name = "none";
+    return 0;
+  }
+  constexpr int64_t kIterations = 20'000'000;
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<float> sinks(static_cast<size_t>(pool.num_threads()) * 16, 0.0f);
+    std::atomic<double> flops{0};
+    const auto start = Clock::now();
+    pool.parallel_for(pool.num_threads(), [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const double f = probe(kIterations, &sinks[static_cast<size_t>(t) * 16]);
+        double old = flops.load();
+        while (!flops.compare_exchange_weak(old, old + f)) {
+        }
+      }
+    });
+    best = std::max(best, flops.load() / seconds_since(start));
+  }
+  return best;
+}
+
+}  // namespace
+
+MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes) {
+  MachineLimits m;
+  m.read_bytes_per_second = read_bandwidth(pool, buffer_bytes);
+  m.fma_flops_per_second = fma_peak(pool, &m.fma_isa);
+  return m;
+}
+
+}  // namespace lm

@@ -1,0 +1,25 @@
+// What the machine can do at most, measured in the benchmark's own run so ratios against it are
+// taken under the same conditions: memory read bandwidth (the decode roofline: weight bytes per
+// token / bandwidth) and the fp32 FMA peak of the best instruction set (the prefill roofline).
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace lm {
+
+struct MachineLimits {
+  double read_bytes_per_second = 0;  // best of several passes over a buffer far larger than cache
+  double fma_flops_per_second = 0;   // 2 flops per lane per FMA, all pool threads
+  const char* fma_isa = "";
+};
+
+MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes = int64_t{1} << 30);
+
+// Per-ISA FMA loops (fma_probe_*.cc): runs `iterations` rounds of independent FMA chains and
+// returns the flops executed; the result is kept live so the work cannot be optimised away.
+double fma_probe_avx2(int64_t iterations, float* sink);
+double fma_probe_avx512(int64_t iterations, float* sink);
+
+}  // namespace lm
