@@ -178,5 +178,32 @@ TEST(Int8Dot, FloatFormatsIgnoreTheOption) {
   EXPECT_EQ(a, b);
 }
 
+TEST(Int8Dot, MultiRowDotEqualsSingleRowDotsBitForBit) {
+  constexpr int64_t k = 256 * 3;
+  constexpr int64_t stride = k / 32 + 2;  // activation rows padded: the stride is honoured
+  const auto x = random_floats(9 * k, 31, -2.0f, 2.0f);
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(9 * stride));
+  for (int64_t i = 0; i < 9; ++i) quantize_row_q8_act(x.data() + i * k, xq.data() + i * stride, k);
+  std::vector<RowFormat> formats(std::begin(kInt8Formats), std::end(kInt8Formats));
+  formats.push_back(RowFormat::kQ4_K);
+  formats.push_back(RowFormat::kQ6_K);
+  for (RowFormat format : formats) {
+    const auto row = is_kquant(format) ? testing::random_kquant_rows(format, 1, k, 32)
+                                       : quantize_weights(format, random_floats(k, 33), 1, k);
+    for (Isa isa : supported_isas()) {
+      for (int64_t m : {1, 3, 4, 5, 9}) {
+        SCOPED_TRACE(std::string(row_format_info(format).name) + " " + isa_name(isa) +
+                     " m=" + std::to_string(m));
+        std::vector<float> out(static_cast<size_t>(2 * m), -1.0f);
+        dot_rows_q8(format, row.data(), xq.data(), stride, m, k, out.data(), 2, isa);
+        for (int64_t i = 0; i < m; ++i) {
+          EXPECT_EQ(out[2 * i], dot_row_q8(format, row.data(), xq.data() + i * stride, k, isa));
+          EXPECT_EQ(out[2 * i + 1], -1.0f);  // out_stride honoured
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lm::kernels

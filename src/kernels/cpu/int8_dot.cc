@@ -152,6 +152,19 @@ float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq,
   return sum;
 }
 
+void dot_rows_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                        int64_t m, int64_t k, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < m; ++i)
+    out[i * out_stride] = dot_row_q8_scalar(format, row, xq + i * xq_stride, k);
+}
+
+void dot_rows_q8(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                 int64_t m, int64_t k, float* out, int64_t out_stride, Isa isa) {
+  LM_CHECK(k % 32 == 0);
+  LM_CHECK_MSG(supports_int8_dot(format), "no int8 dot for this row format");
+  isa_kernels(isa).dot_rows_q8(format, row, xq, xq_stride, m, k, out, out_stride);
+}
+
 void quantize_row_q8_act(const float* x, BlockQ8Act* dst, int64_t k, Isa isa) {
   LM_CHECK(k % 32 == 0);
   isa_kernels(isa).quantize_row_q8_act(x, dst, k);

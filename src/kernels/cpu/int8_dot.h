@@ -32,10 +32,19 @@ void quantize_row_q8_act(const float* x, BlockQ8Act* dst, int64_t k, Isa isa = b
 float dot_row_q8(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k,
                  Isa isa = best_isa());
 
+// out[i * out_stride] = dot_row_q8(format, row, xq + i * xq_stride, k) for i < m, with the same
+// sums (bit for bit) as m single calls.
+void dot_rows_q8(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                 int64_t m, int64_t k, float* out, int64_t out_stride, Isa isa = best_isa());
+
 // Per-ISA entries of the IsaKernels table (the scalar pair is the reference).
 void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k);
 float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k);
 void quantize_row_q8_act_avx2(const float* x, BlockQ8Act* dst, int64_t k);
 float dot_row_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k);
+void dot_rows_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                        int64_t m, int64_t k, float* out, int64_t out_stride);
+void dot_rows_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                      int64_t m, int64_t k, float* out, int64_t out_stride);
 
 }  // namespace lm::kernels

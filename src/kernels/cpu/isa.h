@@ -32,6 +32,10 @@ struct IsaKernels {
   // dot of a GGML block-format row with such a row.
   void (*quantize_row_q8_act)(const float* x, BlockQ8Act* dst, int64_t k);
   float (*dot_row_q8)(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k);
+  // out[i * out_stride] = dot_row_q8(row, xq + i * xq_stride) for i < m: one weight row against
+  // m activation rows, each weight block unpacked once per group of rows (batched decode).
+  void (*dot_rows_q8)(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
+                      int64_t m, int64_t k, float* out, int64_t out_stride);
 };
 
 // LM_CHECKs that the ISA is supported.

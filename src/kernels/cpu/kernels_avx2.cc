@@ -131,29 +131,32 @@ struct UnpackedBlock {
   float m;
 };
 
-UnpackedBlock unpack_block(RowFormat format, const uint8_t* block) {
-  switch (format) {
-    case RowFormat::kQ8_0:
-      return {unpack_q8_0(block), load_f16(block), 0.0f};
-    case RowFormat::kQ4_0:
-      return {unpack_nibbles(block + 2, 8), load_f16(block), 0.0f};
-    case RowFormat::kQ4_1:
-      return {unpack_nibbles(block + 4, 0), load_f16(block), load_f16(block + 2)};
-    case RowFormat::kQ5_0:
-      return {bytes_to_floats(
-                  _mm256_sub_epi8(avx2::q5_to_bytes(block + 2, block + 6), _mm256_set1_epi8(16))),
-              load_f16(block), 0.0f};
-    default:  // kQ5_1
-      return {bytes_to_floats(avx2::q5_to_bytes(block + 4, block + 8)), load_f16(block),
-              load_f16(block + 2)};
+// F is a template argument so each format's loop inlines its own unpacking (no per-block switch).
+template <RowFormat F>
+inline UnpackedBlock unpack_block(const uint8_t* block) {
+  if constexpr (F == RowFormat::kQ8_0) {
+    return {unpack_q8_0(block), load_f16(block), 0.0f};
+  } else if constexpr (F == RowFormat::kQ4_0) {
+    return {unpack_nibbles(block + 2, 8), load_f16(block), 0.0f};
+  } else if constexpr (F == RowFormat::kQ4_1) {
+    return {unpack_nibbles(block + 4, 0), load_f16(block), load_f16(block + 2)};
+  } else if constexpr (F == RowFormat::kQ5_0) {
+    return {bytes_to_floats(
+                _mm256_sub_epi8(avx2::q5_to_bytes(block + 2, block + 6), _mm256_set1_epi8(16))),
+            load_f16(block), 0.0f};
+  } else {
+    static_assert(F == RowFormat::kQ5_1);
+    return {bytes_to_floats(avx2::q5_to_bytes(block + 4, block + 8)), load_f16(block),
+            load_f16(block + 2)};
   }
 }
 
 // Block values with scale and offset applied: q * d + m.
-void dequantize_blocks(RowFormat format, const uint8_t* src, float* dst, int64_t num_blocks) {
-  const int64_t block_bytes = row_format_info(format).block_bytes;
+template <RowFormat F>
+void dequantize_blocks(const uint8_t* src, float* dst, int64_t num_blocks) {
+  const int64_t block_bytes = row_format_info(F).block_bytes;
   for (int64_t b = 0; b < num_blocks; ++b, dst += 32) {
-    const UnpackedBlock u = unpack_block(format, src + b * block_bytes);
+    const UnpackedBlock u = unpack_block<F>(src + b * block_bytes);
     const __m256 d = _mm256_set1_ps(u.d);
     const __m256 m = _mm256_set1_ps(u.m);
     for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + 8 * g, _mm256_fmadd_ps(u.q.v[g], d, m));
@@ -179,12 +182,15 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
       return;
     }
     case RowFormat::kQ8_0:
+      return dequantize_blocks<RowFormat::kQ8_0>(static_cast<const uint8_t*>(src), dst, k / 32);
     case RowFormat::kQ4_0:
+      return dequantize_blocks<RowFormat::kQ4_0>(static_cast<const uint8_t*>(src), dst, k / 32);
     case RowFormat::kQ4_1:
+      return dequantize_blocks<RowFormat::kQ4_1>(static_cast<const uint8_t*>(src), dst, k / 32);
     case RowFormat::kQ5_0:
+      return dequantize_blocks<RowFormat::kQ5_0>(static_cast<const uint8_t*>(src), dst, k / 32);
     case RowFormat::kQ5_1:
-      dequantize_blocks(format, static_cast<const uint8_t*>(src), dst, k / 32);
-      return;
+      return dequantize_blocks<RowFormat::kQ5_1>(static_cast<const uint8_t*>(src), dst, k / 32);
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:
@@ -193,23 +199,24 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
   }
 }
 
-float dot_blocks(RowFormat format, const uint8_t* row, const float* x, int64_t num_blocks) {
-  const int64_t block_bytes = row_format_info(format).block_bytes;
-  const bool has_offset = format == RowFormat::kQ4_1 || format == RowFormat::kQ5_1;
+template <RowFormat F>
+float dot_blocks(const uint8_t* row, const float* x, int64_t num_blocks) {
+  const int64_t block_bytes = row_format_info(F).block_bytes;
+  constexpr bool has_offset = F == RowFormat::kQ4_1 || F == RowFormat::kQ5_1;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < num_blocks; ++b, x += 32) {
     const __m256 x0 = _mm256_loadu_ps(x);
     const __m256 x1 = _mm256_loadu_ps(x + 8);
     const __m256 x2 = _mm256_loadu_ps(x + 16);
     const __m256 x3 = _mm256_loadu_ps(x + 24);
-    const UnpackedBlock u = unpack_block(format, row + b * block_bytes);
+    const UnpackedBlock u = unpack_block<F>(row + b * block_bytes);
     // sum(q * d * x) = d * sum(q * x); the offset formats add m * sum(x).
     __m256 qx = _mm256_mul_ps(u.q.v[0], x0);
     qx = _mm256_fmadd_ps(u.q.v[1], x1, qx);
     qx = _mm256_fmadd_ps(u.q.v[2], x2, qx);
     qx = _mm256_fmadd_ps(u.q.v[3], x3, qx);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(u.d), qx, acc);
-    if (has_offset) {
+    if constexpr (has_offset) {
       const __m256 sx = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
       acc = _mm256_fmadd_ps(_mm256_set1_ps(u.m), sx, acc);
     }
@@ -242,11 +249,15 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
       return sum;
     }
     case RowFormat::kQ8_0:
+      return dot_blocks<RowFormat::kQ8_0>(static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ4_0:
+      return dot_blocks<RowFormat::kQ4_0>(static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ4_1:
+      return dot_blocks<RowFormat::kQ4_1>(static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ5_0:
+      return dot_blocks<RowFormat::kQ5_0>(static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ5_1:
-      return dot_blocks(format, static_cast<const uint8_t*>(row), x, k / 32);
+      return dot_blocks<RowFormat::kQ5_1>(static_cast<const uint8_t*>(row), x, k / 32);
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:
@@ -315,7 +326,8 @@ const IsaKernels& avx2_kernels() {
                                        dot_row,
                                        gemm_tile,
                                        quantize_row_q8_act_avx2,
-                                       dot_row_q8_avx2};
+                                       dot_row_q8_avx2,
+                                       dot_rows_q8_avx2};
   return kKernels;
 }
 

@@ -208,7 +208,8 @@ const IsaKernels& scalar_kernels() {
                                        dot_row,
                                        gemm_tile,
                                        quantize_row_q8_act_scalar,
-                                       dot_row_q8_scalar};
+                                       dot_row_q8_scalar,
+                                       dot_rows_q8_scalar};
   return kKernels;
 }
 

@@ -44,9 +44,11 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
           const int64_t m1 = std::min(m, m0 + m_block);
           for (int64_t j = begin; j < end; ++j) {
             const uint8_t* row = w_bytes + j * w_row_bytes;
-            const float b = bias ? bias[j] : 0.0f;
-            for (int64_t i = m0; i < m1; ++i)
-              y[i * n + j] = kernels.dot_row_q8(format, row, xq_data + i * num_blocks, k) + b;
+            kernels.dot_rows_q8(format, row, xq_data + m0 * num_blocks, num_blocks, m1 - m0, k,
+                                y + m0 * n + j, n);
+            if (bias) {
+              for (int64_t i = m0; i < m1; ++i) y[i * n + j] += bias[j];
+            }
           }
         }
       },
