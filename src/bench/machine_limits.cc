@@ -51,7 +51,7 @@ double read_bandwidth(ThreadPool& pool, int64_t bytes) {
 
 double fma_peak(ThreadPool& pool, const char** isa_name) {
   double (*probe)(int64_t, float*) = nullptr;
-  if (kernels::isa_supported(kernels::Isa::kAvx512)) {
+  if (kernels::isa_supported(kernels::Isa::kAvx512)) {  // VNNI adds no fp32 FMA
     probe = fma_probe_avx512;
     *isa_name = "avx512";
   } else if (kernels::isa_supported(kernels::Isa::kAvx2)) {

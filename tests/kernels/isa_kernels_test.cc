@@ -16,7 +16,9 @@ using testing::supported_isas;
 TEST(Isa, BestIsSupportedAndScalarAlwaysIs) {
   EXPECT_TRUE(isa_supported(Isa::kScalar));
   EXPECT_TRUE(isa_supported(best_isa()));
-  if (isa_supported(Isa::kAvx512)) {
+  if (isa_supported(Isa::kAvx512Vnni)) {
+    EXPECT_EQ(best_isa(), Isa::kAvx512Vnni);
+  } else if (isa_supported(Isa::kAvx512)) {
     EXPECT_EQ(best_isa(), Isa::kAvx512);
   } else if (isa_supported(Isa::kAvx2)) {
     EXPECT_EQ(best_isa(), Isa::kAvx2);

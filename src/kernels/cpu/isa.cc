@@ -23,14 +23,22 @@ bool isa_supported(Isa isa) {
 #else
       return false;
 #endif
+    case Isa::kAvx512Vnni:
+#if defined(__x86_64__) || defined(__i386__)
+      return isa_supported(Isa::kAvx512) && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+#else
+      return false;
+#endif
   }
   return false;
 }
 
 Isa best_isa() {
-  static const Isa best = isa_supported(Isa::kAvx512) ? Isa::kAvx512
-                          : isa_supported(Isa::kAvx2) ? Isa::kAvx2
-                                                      : Isa::kScalar;
+  static const Isa best = isa_supported(Isa::kAvx512Vnni) ? Isa::kAvx512Vnni
+                          : isa_supported(Isa::kAvx512)   ? Isa::kAvx512
+                          : isa_supported(Isa::kAvx2)     ? Isa::kAvx2
+                                                          : Isa::kScalar;
   return best;
 }
 
@@ -42,6 +50,8 @@ const char* isa_name(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAvx512Vnni:
+      return "avx512-vnni";
   }
   return "?";
 }
@@ -55,6 +65,8 @@ const IsaKernels& isa_kernels(Isa isa) {
       return avx2_kernels();
     case Isa::kAvx512:
       return avx512_kernels();
+    case Isa::kAvx512Vnni:
+      return avx512_vnni_kernels();
   }
   LM_CHECK(false);
 }

@@ -6,7 +6,8 @@
 
 namespace lm::kernels {
 
-enum class Isa { kScalar, kAvx2, kAvx512 };
+// Each level includes the ones before it. kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots.
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
 
 bool isa_supported(Isa isa);
 Isa best_isa();
@@ -46,5 +47,7 @@ const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
 // The AVX2 table with an AVX-512F GEMM tile.
 const IsaKernels& avx512_kernels();
+// The AVX-512 table with VNNI (vpdpbusd) int8 dots.
+const IsaKernels& avx512_vnni_kernels();
 
 }  // namespace lm::kernels
