@@ -25,7 +25,7 @@ struct Options {
   int runs = 10;
   int warmups = 1;
   int num_threads = 0;
-  bool int8_activations = false;
+  bool int8_activations = true;  // the launcher's default
   bool measure_machine = false;
   std::string output;
 };
@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   app.add_option("--num-threads", o.num_threads, "Compute threads (0: one per core)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--int8-activations", o.int8_activations,
-                 "Quantize activations to int8 for GGML block formats (true/false)");
+                 "Quantize activations to int8 for GGML block formats (true/false)")
+      ->capture_default_str();
   app.add_flag("--measure-machine", o.measure_machine,
                "Also measure memory read bandwidth and the fp32 FMA peak with these threads");
   app.add_option("--output", o.output, "Write every run and the summaries to this JSON file");

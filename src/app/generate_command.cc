@@ -23,23 +23,26 @@ struct GenerateOptions {
   int num_threads = 0;
   std::vector<std::string> stop;
   bool no_bos = false;
-  // NOTE: off by default: the int8 path has no weight-tile reuse yet, so batched decode is
-  // slower with it (serving benchmark at 16/64 clients: 0.72x/0.67x of the fp32 path); a single
-  // stream is ~10% faster.
-  bool int8_activations = false;
+  // As the launcher's default (server/launcher_args.h): llama.cpp's int8 activation dots.
+  bool int8_activations = true;
   SamplingParams sampling;
 };
 
 int run_generate(const GenerateOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  auto model = LlamaModel::load(o.model_id);
+  auto files = find_model_files({o.model_id, std::nullopt, std::nullopt, std::nullopt});
+  if (!files.ok()) {
+    log_error(files.error().message);
+    return 1;
+  }
+  auto model = LlamaModel::load(files->path);
   if (!model.ok()) {
     log_error(model.error().message);
     return 1;
   }
   (*model)->set_int8_activations(o.int8_activations);
-  auto tokenizer = load_tokenizer_for(o.model_id, **model);
+  auto tokenizer = load_tokenizer_for(files->path, **model);
   if (!tokenizer.ok()) {
     log_error(tokenizer.error().message);
     return 1;
@@ -89,7 +92,8 @@ void add_generate_command(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd =
       app.add_subcommand("generate", "Complete one prompt with a model and print the text");
-  cmd->add_option("--model-id", options->model_id, "A GGUF file or a Hugging Face model folder")
+  cmd->add_option("--model-id", options->model_id,
+                  "A GGUF file, a Hugging Face model folder or a Hub repository id")
       ->required()
       ->envname("MODEL_ID");
   cmd->add_option("--prompt", options->prompt, "The text to complete")->required();
@@ -99,8 +103,8 @@ void add_generate_command(CLI::App& app) {
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--stop", options->stop, "Stop when the text contains this (repeatable)");
   cmd->add_option("--int8-activations", options->int8_activations,
-                  "Quantize activations to int8 for Q8_0/Q4_0/Q4_1 weights, as llama.cpp does "
-                  "(true/false; faster for one stream, slower for batches so far)")
+                  "Quantize activations to int8 for GGML block-format weights, as llama.cpp does "
+                  "(true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
   cmd->add_flag("--no-bos", options->no_bos, "Do not add the tokenizer's special prefix tokens");

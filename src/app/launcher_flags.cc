@@ -6,10 +6,12 @@ namespace lm {
 
 void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_option("--model-id", a.model_id,
-                 "A local model folder (config.json + safetensors) or a GGUF file")
+                 "A Hub repository id (org/name), a local model folder (config.json + "
+                 "safetensors) or a GGUF file")
       ->envname("MODEL_ID")
       ->capture_default_str();
-  app.add_option("--revision", a.revision, "Hub revision (refused: the Hub is not built yet)")
+  app.add_option("--revision", a.revision,
+                 "Hub revision: branch, tag, commit or refs/pr/N (default main)")
       ->envname("REVISION");
   app.add_option("--validation-workers", a.validation_workers, "Tokenizer threads for validation")
       ->envname("VALIDATION_WORKERS")
@@ -86,10 +88,10 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("MASTER_PORT")
       ->capture_default_str();
   app.add_option("--huggingface-hub-cache", a.huggingface_hub_cache,
-                 "Hub cache folder (refused: Hub not built)")
+                 "Hub cache folder (default $HF_HOME/hub)")
       ->envname("HUGGINGFACE_HUB_CACHE");
   app.add_option("--weights-cache-override", a.weights_cache_override,
-                 "Weights folder (refused: Hub not built)")
+                 "A folder holding the model files, used instead of the Hub cache")
       ->envname("WEIGHTS_CACHE_OVERRIDE");
   app.add_flag("--disable-custom-kernels", a.disable_custom_kernels,
                "Accepted; no effect on the CPU")
@@ -164,8 +166,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->check(CLI::Range(int64_t{1}, int64_t{1024}))
       ->capture_default_str();
   app.add_option("--int8-activations", a.int8_activations,
-                 "Quantize activations to int8 for Q8_0/Q4_0/Q4_1 weights, as llama.cpp does "
-                 "(true/false; faster for one stream, slower for batches so far)")
+                 "Quantize activations to int8 for GGML block-format weights (Q4_0 ... Q6_K), as "
+                 "llama.cpp does (true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
   app.add_option("--device", a.device, "cpu (cuda when built with it)")

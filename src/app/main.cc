@@ -1,7 +1,9 @@
 // text-generation-launcher: TGI's launcher command. Without a subcommand it serves the model over
-// TGI's HTTP API (flags and environment variables as TGI's); `generate` completes one prompt.
+// TGI's HTTP API (flags and environment variables as TGI's); `generate` completes one prompt;
+// `download-weights` fetches a Hub model into the cache.
 #include <CLI/CLI.hpp>
 
+#include "app/download_command.h"
 #include "app/generate_command.h"
 #include "app/launcher_flags.h"
 #include "app/serve_command.h"
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
   lm::LauncherArgs args;
   lm::add_launcher_flags(app, args);
   lm::add_generate_command(app);
+  lm::add_download_command(app);
   int exit_code = 0;
   app.callback([&] {
     if (app.get_subcommands().empty()) exit_code = lm::run_server(args);

@@ -1,20 +1,63 @@
 #include "app/model_files.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "base/log.h"
 #include "base/text_file.h"
+#include "hub/hub_options.h"
+#include "loader/bin_conversion.h"
 #include "loader/gguf_file.h"
 #include "loader/gguf_vocab_reader.h"
 
-#include <sys/stat.h>
-
 namespace lm {
+namespace {
 
-Status check_local_model_path(const std::string& model_id) {
-  struct stat st {};
-  if (::stat(model_id.c_str(), &st) == 0) return {};
-  return Error{"model '" + model_id +
-               "' is not a local folder or file; downloading from the Hugging Face Hub is not "
-               "supported yet: pass "
-               "--model-id a local model folder (config.json + safetensors) or a .gguf file"};
+// The launcher blocks SIGINT/SIGTERM for its sigwait; a download can take long, so while it runs
+// they end the process as usual (finished blobs stay, .incomplete files resume next time).
+class TerminationSignalsAllowed {
+ public:
+  TerminationSignalsAllowed() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &set, &previous_);
+  }
+  ~TerminationSignalsAllowed() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  TerminationSignalsAllowed(const TerminationSignalsAllowed&) = delete;
+  TerminationSignalsAllowed& operator=(const TerminationSignalsAllowed&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+}  // namespace
+
+Result<hub::ResolvedModel> find_model_files(const ModelFilesRequest& request) {
+  const hub::HubOptions options = hub::hub_options_from_env(request.huggingface_hub_cache);
+  TerminationSignalsAllowed signals_allowed;
+  LM_ASSIGN_OR_RETURN(
+      hub::ResolvedModel model,
+      hub::resolve_model({request.model_id, request.revision, request.weights_cache_override},
+                         options));
+  // A model with only PyTorch .bin weights: converted once to safetensors beside them (as TGI's
+  // download-weights does), by our own reader that never runs anything in a pickle.
+  if (!model.pytorch_files.empty()) {
+    log_info(fmt::format(
+        "No safetensors weights found for model {}. Converting PyTorch weights to safetensors.",
+        request.model_id));
+    const auto start = std::chrono::steady_clock::now();
+    LM_ASSIGN_OR_RETURN(auto written, convert_bin_checkpoints(model.path));
+    log_info(fmt::format(
+        "Converted {} PyTorch file(s) to {} in {:.1f}s", model.pytorch_files.size(),
+        fmt::join(written, ", "),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  }
+  return model;
 }
 
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const std::string& model_path,

@@ -59,11 +59,13 @@ int run_server(const LauncherArgs& args) {
   if (!warnings.ok()) return fail(warnings.error().message);
   for (const std::string& w : *warnings) log_warn(w);
 
-  if (Status s = check_local_model_path(args.model_id); !s.ok()) return fail(s.error().message);
-  log_info(fmt::format("Loading {}", args.model_id));
-  auto model = LlamaModel::load(args.model_id);
+  auto files = find_model_files(
+      {args.model_id, args.revision, args.huggingface_hub_cache, args.weights_cache_override});
+  if (!files.ok()) return fail(files.error().message);
+  log_info(fmt::format("Loading {}", files->path));
+  auto model = LlamaModel::load(files->path);
   if (!model.ok()) return fail(model.error().message);
-  auto tokenizer = load_tokenizer_for(args.model_id, **model);
+  auto tokenizer = load_tokenizer_for(files->path, **model);
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const ModelConfig& config = (*model)->config();
   (*model)->set_int8_activations(args.int8_activations);
@@ -124,6 +126,8 @@ int run_server(const LauncherArgs& args) {
   if (auto id = (*tokenizer)->bos_id()) state.bos_token = (*tokenizer)->token_text(*id);
   if (auto id = (*tokenizer)->eos_id()) state.eos_token = (*tokenizer)->token_text(*id);
   state.info.model_id = args.model_id;
+  state.info.model_sha = files->commit_sha;
+  state.info.model_pipeline_tag = files->pipeline_tag;
   state.info.max_concurrent_requests = static_cast<size_t>(args.max_concurrent_requests);
   state.info.max_best_of = static_cast<size_t>(args.max_best_of);
   state.info.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);

@@ -54,12 +54,6 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   }
 
   // Features that are not built yet: refused, never silently ignored.
-  if (a.revision)
-    return not_built("--revision", "models are loaded from a local folder or GGUF file");
-  if (a.huggingface_hub_cache)
-    return not_built("--huggingface-hub-cache", "Hub downloads are not built yet");
-  if (a.weights_cache_override)
-    return not_built("--weights-cache-override", "Hub downloads are not built yet");
   if ((a.sharded && *a.sharded == "true") || (a.num_shard && *a.num_shard > 1)) {
     return not_built("sharding (--sharded/--num-shard)",
                      "tensor-parallel sharding is not built yet");

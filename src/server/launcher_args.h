@@ -74,11 +74,10 @@ struct LauncherArgs {
   std::string device = "cpu";
   bool prefix_caching = true;  // env PREFIX_CACHING, as TGI's launcher passes it
   int64_t kv_block_size = 16;
-  // Int8-quantized activations for Q8_0/Q4_0/Q4_1 weights, as llama.cpp computes them.
-  // NOTE: off by default: the int8 path has no weight-tile reuse yet, so batched decode is
-  // slower with it (serving benchmark at 16/64 clients: 0.72x/0.67x of the fp32 path); a single
-  // stream is ~10% faster.
-  bool int8_activations = false;  // env INT8_ACTIVATIONS
+  // Int8-quantized activations for GGML block-format weights, as llama.cpp computes them: integer
+  // dots (VNNI where present) are ~1.8x faster than fp32-activation dots for one stream and at
+  // least as fast for batches (multi-row kernel); top-1 agreement with llama.cpp 97.0% vs 96.6%.
+  bool int8_activations = true;  // env INT8_ACTIVATIONS
 };
 
 // What the model contributes to the derived defaults.

@@ -1,0 +1,335 @@
+#include "hub/downloader.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "hub/digest.h"
+#include "hub/disk_space.h"
+#include "hub/http_client.h"
+#include "hub/hub_errors.h"
+
+namespace lm::hub {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Shared by the workers and the thread that logs progress.
+struct Progress {
+  std::atomic<uint64_t> bytes_done{0};  // bytes on disk, counting resumed prefixes
+  uint64_t bytes_total = 0;
+  std::atomic<bool> cancel{false};
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t next_file = 0;
+  size_t files_done = 0;
+  std::optional<Error> error;  // the first failure
+};
+
+// An exclusive flock on .locks/.../{etag}.lock, the lock huggingface_hub's FileLock takes.
+class BlobLock {
+ public:
+  explicit BlobLock(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~BlobLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  BlobLock(const BlobLock&) = delete;
+  BlobLock& operator=(const BlobLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+bool sleep_unless_cancelled(std::chrono::milliseconds wait, const std::atomic<bool>& cancel) {
+  const auto until = Clock::now() + wait;
+  while (Clock::now() < until) {
+    if (cancel.load()) return false;
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+  }
+  return !cancel.load();
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Hashes the first `size` bytes of an open file (the part a previous try left).
+bool hash_prefix(int fd, uint64_t size, Digest& digest) {
+  std::vector<char> buffer(1 << 20);
+  uint64_t offset = 0;
+  while (offset < size) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
+    const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    digest.update(buffer.data(), static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+DigestKind digest_kind(const BlobDownload& f) {
+  return f.lfs ? DigestKind::kSha256 : DigestKind::kGitBlobSha1;
+}
+
+// Only an etag of the digest's own length can be compared (the Hub's are).
+bool etag_is_digest(const BlobDownload& f) {
+  const size_t want = f.lfs ? 64 : 40;
+  if (f.etag.size() != want) return false;
+  for (char c : f.etag) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+class FileFetcher {
+ public:
+  FileFetcher(const DownloadTarget& target, const HubOptions& options, Progress& progress)
+      : target_(target), options_(options), progress_(progress), http_(options) {}
+
+  Status fetch(const BlobDownload& f) {
+    const RepoCache& cache = *target_.cache;
+    const std::string blob = cache.blob_path(f.etag);
+    const std::string partial = cache.incomplete_path(f.etag);
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(blob).parent_path(), ec);
+    if (ec) return Error{"cannot create " + cache.dir() + "/blobs: " + ec.message()};
+    BlobLock lock(cache.lock_path(f.etag));
+    if (!std::filesystem::exists(blob, ec)) {
+      log_info("Download file: " + f.file);
+      const auto start = Clock::now();
+      LM_RETURN_IF_ERROR(fetch_blob(f, partial));
+      // Renamed only once verified: a blob under its final name is always complete.
+      if (::rename(partial.c_str(), blob.c_str()) != 0)
+        return Error{"cannot rename " + partial + ": " + std::strerror(errno)};
+      LM_RETURN_IF_ERROR(cache.link_snapshot_file(target_.commit, f.file, f.etag));
+      log_info(fmt::format(
+          "Downloaded {} in {}.", cache.snapshot_path(target_.commit, f.file),
+          format_duration(std::chrono::duration<double>(Clock::now() - start).count())));
+      return {};
+    }
+    if (f.size) progress_.bytes_done += *f.size;
+    return cache.link_snapshot_file(target_.commit, f.file, f.etag);
+  }
+
+ private:
+  Status fetch_blob(const BlobDownload& f, const std::string& partial) {
+    const int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Error{"cannot open " + partial + ": " + std::strerror(errno)};
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    uint64_t offset = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
+    if (f.size && offset > *f.size) offset = restart(fd);
+    // The digest streams alongside the writes; a size-less git blob is hashed at the end.
+    const bool stream_digest = etag_is_digest(f) && (f.lfs || f.size.has_value());
+    std::unique_ptr<Digest> digest;
+    if (stream_digest) {
+      digest = std::make_unique<Digest>(digest_kind(f), f.size.value_or(0));
+      if (offset > 0 && !hash_prefix(fd, offset, *digest))
+        return Error{"cannot read " + partial + ": " + std::strerror(errno)};
+    }
+    if (offset > 0) {
+      log_info(fmt::format("Resuming {} at byte {}{}", f.file, offset,
+                           f.size ? fmt::format(" of {}", *f.size) : ""));
+    }
+    progress_.bytes_done += offset;
+
+    const HubRequestContext context{target_.endpoint, target_.repo_id, target_.revision,
+                                    f.file,           f.url,           options_.token.has_value()};
+    std::string last_error;
+    bool write_failed = false;
+    for (int attempt = 1; attempt <= options_.max_tries; ++attempt) {
+      if (offset > 0 && f.size && offset == *f.size) break;  // a previous try got every byte
+      const uint64_t start_offset = offset;
+      auto sink = [&](long status, const char* data, size_t size) {
+        if (status == 200 && offset > 0 && offset == start_offset && start_offset > 0) {
+          // The server ignored the Range: start over.
+          progress_.bytes_done -= offset;
+          offset = restart(fd);
+          if (digest) digest = std::make_unique<Digest>(digest_kind(f), f.size.value_or(0));
+        }
+        if (!write_all(fd, data, size)) {
+          write_failed = true;
+          return false;
+        }
+        if (digest) digest->update(data, size);
+        offset += size;
+        progress_.bytes_done += size;
+        return true;
+      };
+      auto response = http_.download(f.url, offset, sink, &progress_.cancel);
+      if (progress_.cancel.load()) return Error{"cancelled"};
+      if (write_failed) return Error{"cannot write " + partial + ": " + std::strerror(errno)};
+      if (response.ok()) {
+        const long status = response->status;
+        if (status >= 200 && status < 300) {
+          last_error.clear();
+          break;
+        }
+        if (status == 416 && offset > 0) {  // the range starts past the end: start over
+          progress_.bytes_done -= offset;
+          offset = restart(fd);
+          if (digest) digest = std::make_unique<Digest>(digest_kind(f), f.size.value_or(0));
+          last_error = "416 Range Not Satisfiable";
+          continue;
+        }
+        Error error = hub_http_error(*response, context);
+        if (!is_retryable_status(status)) return error;
+        last_error = error.message;
+      } else {
+        last_error = response.error().message;
+      }
+      if (attempt == options_.max_tries) break;
+      const auto wait = options_.retry_backoff * (1 << (attempt - 1));
+      log_warn(fmt::format("Download of {} failed ({}); try {}/{} in {} ms, resuming at byte {}",
+                           f.file, last_error, attempt + 1, options_.max_tries, wait.count(),
+                           offset));
+      if (!sleep_unless_cancelled(wait, progress_.cancel)) return Error{"cancelled"};
+    }
+    if (!last_error.empty()) {
+      return Error{fmt::format("Could not download {} from {} after {} tries: {}", f.file, f.url,
+                               options_.max_tries, last_error)};
+    }
+    return verify(f, partial, offset, digest.get());
+  }
+
+  Status verify(const BlobDownload& f, const std::string& partial, uint64_t size, Digest* digest) {
+    auto fail = [&](const std::string& what) {
+      ::unlink(partial.c_str());
+      return Error{fmt::format(
+          "Integrity check failed for {} of {}: {}. The partial file was deleted; start again "
+          "to download it anew (if this repeats, the file on the Hub or a proxy on the way is "
+          "corrupt).",
+          f.file, target_.repo_id, what)};
+    };
+    if (f.size && size != *f.size)
+      return fail(fmt::format("the Hub lists {} bytes but {} arrived", *f.size, size));
+    if (!etag_is_digest(f)) return {};  // nothing to compare against
+    std::string actual;
+    if (digest != nullptr) {
+      actual = digest->hex();
+    } else {
+      auto computed = file_digest_hex(partial, digest_kind(f));
+      if (!computed.ok()) return computed.error();
+      actual = *computed;
+    }
+    if (actual != f.etag) {
+      return fail(fmt::format("the Hub says its {} is {} but the downloaded bytes give {}",
+                              f.lfs ? "sha256" : "git blob sha1", f.etag, actual));
+    }
+    return {};
+  }
+
+  static uint64_t restart(int fd) {
+    if (::ftruncate(fd, 0) != 0) return 0;
+    ::lseek(fd, 0, SEEK_SET);
+    return 0;
+  }
+
+  const DownloadTarget& target_;
+  const HubOptions& options_;
+  Progress& progress_;
+  HttpClient http_;
+};
+
+void log_progress(Progress& p, Clock::time_point start, size_t num_files) {
+  const uint64_t done = p.bytes_done.load();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+  std::string line;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    line = fmt::format("Download: [{}/{}]", p.files_done, num_files);
+  }
+  if (p.bytes_total > 0) {
+    const double pct = 100.0 * static_cast<double>(done) / static_cast<double>(p.bytes_total);
+    const double eta =
+        rate > 0 && p.bytes_total > done ? static_cast<double>(p.bytes_total - done) / rate : 0;
+    line += fmt::format(" {:.1f}% ({} / {}), {}/s -- ETA: {}", std::min(pct, 100.0),
+                        format_bytes(done), format_bytes(p.bytes_total),
+                        format_bytes(static_cast<uint64_t>(rate)), format_duration(eta));
+  }
+  log_info(line);
+}
+
+}  // namespace
+
+std::string format_duration(double seconds) {
+  const auto total = static_cast<int64_t>(seconds < 0 ? 0 : seconds);
+  return fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60);
+}
+
+Status download_files(const DownloadTarget& target, const std::vector<BlobDownload>& files,
+                      const HubOptions& options) {
+  if (files.empty()) return {};
+  Progress progress;
+  for (const BlobDownload& f : files) progress.bytes_total += f.size.value_or(0);
+  const size_t num_workers = std::min<size_t>(
+      files.size(), static_cast<size_t>(std::max(1, options.max_parallel_downloads)));
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < num_workers; ++w) {
+    workers.emplace_back([&] {
+      FileFetcher fetcher(target, options, progress);
+      for (;;) {
+        size_t idx = 0;
+        {
+          std::lock_guard<std::mutex> lock(progress.mutex);
+          if (progress.next_file == files.size() || progress.error) return;
+          idx = progress.next_file++;
+        }
+        Status s = fetcher.fetch(files[idx]);
+        std::lock_guard<std::mutex> lock(progress.mutex);
+        ++progress.files_done;
+        if (!s.ok() && !progress.error) {
+          progress.error = s.error();
+          progress.cancel = true;  // the others stop; their .incomplete files stay resumable
+        }
+        progress.changed.notify_all();
+      }
+    });
+  }
+  const auto start = Clock::now();
+  {
+    std::unique_lock<std::mutex> lock(progress.mutex);
+    while (progress.files_done < files.size() && !progress.error) {
+      if (progress.changed.wait_for(lock, options.progress_interval) == std::cv_status::timeout) {
+        lock.unlock();
+        log_progress(progress, start, files.size());
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread& t : workers) t.join();
+  if (progress.error) return *progress.error;
+  return {};
+}
+
+}  // namespace lm::hub

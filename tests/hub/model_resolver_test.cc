@@ -1,0 +1,135 @@
+// Resolution without a network: local paths, WEIGHTS_CACHE_OVERRIDE and the offline cache (the
+// downloads themselves are covered end to end against tests/e2e/fake_hub.py).
+#include "hub/model_resolver.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "hub/cached_snapshot.h"
+#include "hub/downloader.h"
+#include "hub/repo_cache.h"
+#include "temp_dir.h"
+
+namespace lm::hub {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A cached snapshot as huggingface_hub leaves it: blobs, relative links, refs/main.
+void cache_files(const std::string& cache_dir, const std::vector<std::string>& files,
+                 const std::string& index = "") {
+  RepoCache cache(cache_dir, "org/tiny");
+  int n = 0;
+  for (const std::string& f : files) {
+    const std::string etag = "etag" + std::to_string(n++);
+    testing::write_file(cache.blob_path(etag), f == "model.safetensors.index.json" ? index : "x");
+    ASSERT_TRUE(cache.link_snapshot_file(kCommit, f, etag).ok());
+  }
+  ASSERT_TRUE(cache.write_ref("main", kCommit).ok());
+}
+
+HubOptions offline_options(const std::string& cache_dir) {
+  HubOptions o;
+  o.cache_dir = cache_dir;
+  o.offline = true;
+  o.endpoint = "http://127.0.0.1:9";  // never contacted
+  return o;
+}
+
+TEST(ModelResolver, LocalPathsAsIs) {
+  testing::TempDir dir;
+  auto m = resolve_model({dir.path(), std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->path, dir.path());
+  EXPECT_FALSE(m->repo_id);
+  for (const char* bad : {"/no/such/folder", "./missing", "models/missing.gguf", "a/b/c"}) {
+    auto r = resolve_model({bad, std::nullopt, std::nullopt}, offline_options(dir.path()));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(has(r.error().message, "is not a local folder or file")) << r.error().message;
+  }
+}
+
+TEST(ModelResolver, OfflineUsesTheCachedSnapshot) {
+  testing::TempDir dir;
+  cache_files(dir.path(), {"config.json", "tokenizer.json", "model.safetensors"});
+  for (const char* revision : {"main", kCommit.c_str()}) {
+    auto m = resolve_model({"org/tiny", std::string(revision), std::nullopt},
+                           offline_options(dir.path()));
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m->path, dir.path() + "/models--org--tiny/snapshots/" + kCommit);
+    EXPECT_EQ(m->repo_id, "org/tiny");
+    EXPECT_EQ(m->commit_sha, kCommit);
+    EXPECT_FALSE(m->pipeline_tag);
+    EXPECT_FALSE(m->downloaded);
+  }
+}
+
+TEST(ModelResolver, OfflineNamesWhatIsMissing) {
+  testing::TempDir dir;
+  cache_files(dir.path(),
+              {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors"},
+              R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
+                                 "b": "model-00002-of-00002.safetensors"}})");
+  auto m = resolve_model({"org/tiny", std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_FALSE(m.ok());
+  const std::string& e = m.error().message;
+  EXPECT_TRUE(has(e, "HF_HUB_OFFLINE")) << e;
+  EXPECT_TRUE(has(e, "is missing: tokenizer.json, model-00002-of-00002.safetensors.")) << e;
+
+  auto tag = resolve_model({"org/tiny", "v2", std::nullopt}, offline_options(dir.path()));
+  ASSERT_FALSE(tag.ok());
+  EXPECT_TRUE(has(tag.error().message, "revision 'v2' of org/tiny is not in the cache"))
+      << tag.error().message;
+  auto other =
+      resolve_model({"org/other", std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(has(other.error().message, "download-weights org/other")) << other.error().message;
+}
+
+TEST(ModelResolver, SnapshotInspection) {
+  testing::TempDir dir;
+  const std::string snap = dir.path() + "/models--org--tiny/snapshots/" + kCommit;
+  cache_files(dir.path(), {"config.json", "tokenizer.json", "pytorch_model.bin"});
+  SnapshotContents c = inspect_snapshot(snap);
+  EXPECT_TRUE(c.missing.empty());
+  EXPECT_EQ(c.format, WeightFormat::kPytorch);
+  EXPECT_EQ(c.weight_files, std::vector<std::string>{"pytorch_model.bin"});
+  // A link whose blob is gone is missing, by name.
+  fs::create_symlink("../../blobs/gone", snap + "/model.safetensors");
+  c = inspect_snapshot(snap);
+  EXPECT_EQ(c.missing, std::vector<std::string>{"model.safetensors"});
+  testing::TempDir empty;
+  c = inspect_snapshot(empty.path());
+  EXPECT_EQ(c.missing, (std::vector<std::string>{"config.json", "tokenizer.json",
+                                                 "the model weights (*.safetensors)"}));
+}
+
+TEST(ModelResolver, WeightsCacheOverrideBypassesTheCache) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/config.json", "{}");
+  testing::write_file(dir.path() + "/tokenizer.json", "{}");
+  testing::write_file(dir.path() + "/model.safetensors", "x");
+  auto m = resolve_model({"org/tiny", std::nullopt, dir.path()}, offline_options("/nonexistent"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->path, dir.path());
+  EXPECT_EQ(m->repo_id, "org/tiny");
+  fs::remove(dir.path() + "/model.safetensors");
+  auto missing = resolve_model({"org/tiny", std::nullopt, dir.path()}, offline_options("/x"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(has(missing.error().message, "WEIGHTS_CACHE_OVERRIDE")) << missing.error().message;
+}
+
+TEST(Downloader, DurationsAsPythonTimedelta) {
+  EXPECT_EQ(format_duration(0.4), "0:00:00");
+  EXPECT_EQ(format_duration(3.9), "0:00:03");
+  EXPECT_EQ(format_duration(3725), "1:02:05");
+}
+
+}  // namespace
+}  // namespace lm::hub
