@@ -39,11 +39,21 @@ ThreadPool::~ThreadPool() {
 template <typename Done>
 void ThreadPool::spin_then_wait(std::condition_variable& cv, Done done) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
-  for (int i = 0;; ++i) {
-    if (done()) return;
-    cpu_relax();
-    if ((i & 63) == 63 && Clock::now() >= deadline) break;
+  const bool spin = spin_us_ > 0 && (spin_score_.load(std::memory_order_relaxed) > 0 ||
+                                     (waits_.fetch_add(1, std::memory_order_relaxed) & 63) == 0);
+  if (spin) {
+    const auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+    for (int i = 0;; ++i) {
+      if (done()) {
+        if (spin_score_.load(std::memory_order_relaxed) < kMaxSpinScore)
+          spin_score_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      cpu_relax();
+      if ((i & 63) == 63 && Clock::now() >= deadline) break;
+    }
+    if (spin_score_.fetch_sub(4, std::memory_order_relaxed) < 4)
+      spin_score_.store(0, std::memory_order_relaxed);
   }
   std::unique_lock<std::mutex> lock(mutex_);
   cv.wait(lock, done);

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -269,18 +271,32 @@ void log_progress(Progress& p, Clock::time_point start, size_t num_files) {
     std::lock_guard<std::mutex> lock(p.mutex);
     line = fmt::format("Download: [{}/{}]", p.files_done, num_files);
   }
+  double pct = 0;
   if (p.bytes_total > 0) {
-    const double pct = 100.0 * static_cast<double>(done) / static_cast<double>(p.bytes_total);
+    pct = std::min(100.0, 100.0 * static_cast<double>(done) / static_cast<double>(p.bytes_total));
     const double eta =
         rate > 0 && p.bytes_total > done ? static_cast<double>(p.bytes_total - done) / rate : 0;
-    line += fmt::format(" {:.1f}% ({} / {}), {}/s -- ETA: {}", std::min(pct, 100.0),
-                        format_bytes(done), format_bytes(p.bytes_total),
-                        format_bytes(static_cast<uint64_t>(rate)), format_duration(eta));
+    line += fmt::format(" {:.1f}% ({} / {}), {}/s -- ETA: {}", pct, format_bytes(done),
+                        format_bytes(p.bytes_total), format_bytes(static_cast<uint64_t>(rate)),
+                        format_duration(eta));
+  }
+  // On a terminal a bar redrawn in place; in logs (files, containers) one line per interval.
+  if (::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr, "\r%s %s\x1b[K", progress_bar(pct / 100.0, 30).c_str(), line.c_str());
+    std::fflush(stderr);
+    return;
   }
   log_info(line);
 }
 
 }  // namespace
+
+std::string progress_bar(double fraction, int width) {
+  const double f = std::clamp(fraction, 0.0, 1.0);
+  const int filled = static_cast<int>(f * width + 0.5);
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(static_cast<size_t>(width - filled), '.') + "]";
+}
 
 std::string format_duration(double seconds) {
   const auto total = static_cast<int64_t>(seconds < 0 ? 0 : seconds);
@@ -328,6 +344,10 @@ Status download_files(const DownloadTarget& target, const std::vector<BlobDownlo
     }
   }
   for (std::thread& t : workers) t.join();
+  if (::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO)) {
+    log_progress(progress, start, files.size());  // the final state of the bar, then a newline
+    std::fputc('\n', stderr);
+  }
   if (progress.error) return *progress.error;
   return {};
 }

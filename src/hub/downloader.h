@@ -37,4 +37,7 @@ Status download_files(const DownloadTarget& target, const std::vector<BlobDownlo
 // "h:mm:ss", as Python's str(timedelta) of whole seconds (TGI's "Downloaded ... in 0:00:03.").
 std::string format_duration(double seconds);
 
+// A text progress bar of `width` cells for a fraction in [0, 1] (clamped): "[#####.....]".
+std::string progress_bar(double fraction, int width);
+
 }  // namespace lm::hub

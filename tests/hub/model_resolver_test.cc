@@ -129,6 +129,10 @@ TEST(Downloader, DurationsAsPythonTimedelta) {
   EXPECT_EQ(format_duration(0.4), "0:00:00");
   EXPECT_EQ(format_duration(3.9), "0:00:03");
   EXPECT_EQ(format_duration(3725), "1:02:05");
+  EXPECT_EQ(progress_bar(0.0, 4), "[....]");
+  EXPECT_EQ(progress_bar(0.5, 4), "[##..]");
+  EXPECT_EQ(progress_bar(2.0, 4), "[####]");
+  EXPECT_EQ(progress_bar(-1.0, 2), "[..]");
 }
 
 }  // namespace
