@@ -166,6 +166,8 @@ def ratio_stats(ours: list[float], theirs: list[float]) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps-7b", type=int, help="repetitions for the 7B models (default: --reps)")
+    ap.add_argument("--tests-7b", nargs="+", choices=list(TESTS), help="tests for the 7B models (default: --tests)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--tests", nargs="+", default=list(TESTS), choices=list(TESTS))
@@ -184,10 +186,12 @@ def main() -> int:
     rows = []
     for name in args.models:
         weight_bytes = tensor_bytes(paths[name])
+        big = name.startswith("llama7b")
+        reps = args.reps_7b if big and args.reps_7b else args.reps
         for threads in args.threads:
-            for test in args.tests:
+            for test in (args.tests_7b if big and args.tests_7b else args.tests):
                 ours, theirs = [], []
-                for _ in range(args.reps):
+                for _ in range(reps):
                     theirs.append(run_llama_bench(paths[name], threads, test))
                     ours.append(run_ours(paths[name], threads, test))
                 row = {"model": name, "file": str(paths[name].relative_to(ROOT)), "test": test, "threads": threads,
@@ -212,7 +216,7 @@ def main() -> int:
               f"(file {rss['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
               f"{'within' if rss['within_limit'] else 'OVER'}", flush=True)
     doc = {"tool": "scripts/bench/cpu_side_by_side.py", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "reps": args.reps, "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
+           "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
            "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh)"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
