@@ -26,22 +26,25 @@ double read_bandwidth(ThreadPool& pool, int64_t bytes) {
   });
   double best = 0;
   std::atomic<uint64_t> sink{0};
+  const bool avx2 = kernels::isa_supported(kernels::Isa::kAvx2);
   for (int pass = 0; pass < 5; ++pass) {
     const auto start = Clock::now();
     pool.parallel_for(
         static_cast<int64_t>(words),
         [&](int64_t begin, int64_t end) {
-          // Four independent sums keep several loads in flight per cycle.
-          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          int64_t i = begin;
-          for (; i + 4 <= end; i += 4) {
-            s0 += buffer[static_cast<size_t>(i)];
-            s1 += buffer[static_cast<size_t>(i + 1)];
-            s2 += buffer[static_cast<size_t>(i + 2)];
-            s3 += buffer[static_cast<size_t>(i + 3)];
+          const uint64_t* first = buffer.data() + begin;
+          if (avx2) {
+            sink += read_probe_avx2(first, end - begin);
+            return;
           }
-          for (; i < end; ++i) s0 += buffer[static_cast<size_t>(i)];
-          sink += s0 + s1 + s2 + s3;
+          uint64_t s0 = 0, s1 = 0;
+          int64_t i = 0;
+          for (; i + 2 <= end - begin; i += 2) {
+            s0 += first[i];
+            s1 += first[i + 1];
+          }
+          for (; i < end - begin; ++i) s0 += first[i];
+          sink += s0 + s1;
         },
         4096);
     best = std::max(best, static_cast<double>(words * 8) / seconds_since(start));

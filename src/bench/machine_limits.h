@@ -21,5 +21,7 @@ MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes = in
 // returns the flops executed; the result is kept live so the work cannot be optimised away.
 double fma_probe_avx2(int64_t iterations, float* sink);
 double fma_probe_avx512(int64_t iterations, float* sink);
+// Sums `count` words with AVX2 loads (the read-bandwidth pass; a scalar loop is adder-bound).
+uint64_t read_probe_avx2(const uint64_t* words, int64_t count);
 
 }  // namespace lm
