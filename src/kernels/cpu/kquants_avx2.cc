@@ -176,41 +176,61 @@ float dot_row_kquant_avx2(RowFormat format, const void* row, const float* x, int
   return hsum(acc);
 }
 
-float dot_row_q8_kquant_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
-  const auto* bytes = static_cast<const uint8_t*>(row);
-  const int64_t block_bytes = row_format_info(format).block_bytes;
+namespace {
+
+// One K-quant format's int8 dot: F is a template argument and the group loop is unrolled, so the
+// group's shifts are immediates and the eight scales stay in registers.
+template <RowFormat F>
+float dot_row_q8_kquant(const uint8_t* bytes, const BlockQ8Act* xq, int64_t k) {
+  constexpr int64_t kBlockBytes = F == RowFormat::kQ4_K   ? kquant::kQ4_KBytes
+                                  : F == RowFormat::kQ5_K ? kquant::kQ5_KBytes
+                                                          : kquant::kQ6_KBytes;
   __m256 acc = _mm256_setzero_ps();
   float offsets = 0.0f;
   for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* block = bytes + b * block_bytes;
+    const uint8_t* block = bytes + b * kBlockBytes;
     const BlockQ8Act* a = xq + b * 8;
-    if (format == RowFormat::kQ6_K) {
+    if constexpr (F == RowFormat::kQ6_K) {
       const float d = load_f16(block + kquant::kQ6_KDOffset);
       const auto* sc = reinterpret_cast<const int8_t*>(block + kquant::kQ6_KScalesOffset);
       const __m256i thirty_two = _mm256_set1_epi8(32);
+#pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {
         const __m256i w = _mm256_sub_epi8(group_q6_k(block, g), thirty_two);
         const __m256i dot =
             dot_s8_s8(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[g].qs)));
         // Lanes 0-3 hold the first 16 products, lanes 4-7 the second: one scale each.
-        const __m256i scales =
-            _mm256_setr_epi32(sc[2 * g], sc[2 * g], sc[2 * g], sc[2 * g], sc[2 * g + 1],
-                              sc[2 * g + 1], sc[2 * g + 1], sc[2 * g + 1]);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[g].d),
-                              _mm256_cvtepi32_ps(_mm256_mullo_epi32(dot, scales)), acc);
+        const float da = d * a[g].d;
+        const __m256 scale = _mm256_setr_m128(_mm_set1_ps(da * static_cast<float>(sc[2 * g])),
+                                              _mm_set1_ps(da * static_cast<float>(sc[2 * g + 1])));
+        acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc);
       }
-      continue;
-    }
-    const SuperBlockScales s = scales_of(format, block);
-    for (int g = 0; g < 8; ++g) {
-      const __m256i q = format == RowFormat::kQ4_K ? group_q4_k(block, g) : group_q5_k(block, g);
-      const __m256i dot =
-          dot_u8_s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[g].qs)));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(s.scale[g] * a[g].d), _mm256_cvtepi32_ps(dot), acc);
-      offsets += s.min[g] * a[g].s;
+    } else {
+      const float d = load_f16(block);
+      const float dmin = load_f16(block + 2);
+      uint8_t sc[8], mn[8];
+      kquant::unpack_scales_k4(block + kquant::kScalesOffset, sc, mn);
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const __m256i q = F == RowFormat::kQ4_K ? group_q4_k(block, g) : group_q5_k(block, g);
+        const __m256i dot =
+            dot_u8_s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[g].qs)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(sc[g]) * a[g].d),
+                              _mm256_cvtepi32_ps(dot), acc);
+        offsets += dmin * static_cast<float>(mn[g]) * a[g].s;
+      }
     }
   }
   return hsum(acc) - offsets;
+}
+
+}  // namespace
+
+float dot_row_q8_kquant_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
+  const auto* bytes = static_cast<const uint8_t*>(row);
+  if (format == RowFormat::kQ4_K) return dot_row_q8_kquant<RowFormat::kQ4_K>(bytes, xq, k);
+  if (format == RowFormat::kQ5_K) return dot_row_q8_kquant<RowFormat::kQ5_K>(bytes, xq, k);
+  return dot_row_q8_kquant<RowFormat::kQ6_K>(bytes, xq, k);
 }
 
 }  // namespace lm::kernels
