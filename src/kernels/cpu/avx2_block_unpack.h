@@ -1,5 +1,6 @@
-// AVX2 unpacking of GGML's 32-element 4- and 5-bit blocks into one register of 32 bytes in element
-// order, shared by the fp32 (kernels_avx2.cc) and int8 (int8_dot_avx2.cc) paths. Include only from
+// AVX2 helpers shared by every file built with -mavx2 (kernels_avx2, int8_dot_avx2, kquants_avx2,
+// kernels_avx512_vnni): the fp16 scale of a GGML block, the sum of 8 lanes, and the unpacking of
+// 32-element 4- and 5-bit blocks into one register of 32 bytes in element order. Include only from
 // files built with -mavx2. NOTE: the helpers are `static` on purpose: an external-linkage inline
 // copy compiled with AVX2 could be the one the linker keeps for every caller.
 #pragma once
@@ -10,6 +11,20 @@
 #include <cstring>
 
 namespace lm::kernels::avx2 {
+
+// An fp16 field of a block (unaligned: blocks are 18-34 bytes).
+static inline float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
 // 16 bytes of nibbles as 32 bytes: low nibbles (elements 0-15) then high nibbles (16-31).
 static inline __m256i nibbles_to_bytes(const uint8_t* qs) {

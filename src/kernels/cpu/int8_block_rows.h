@@ -17,19 +17,6 @@
 
 namespace lm::kernels::avx2 {
 
-static inline float block_scale(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
-
-static inline float lanes_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // R activation rows against one weight row in format F. Signed weights: the unsigned operand is
 // |w| (computed once) and w's sign moves onto each x.
 template <RowFormat F, int R, typename Dot>
@@ -62,7 +49,7 @@ static void dot_block_rows(const uint8_t* row, const BlockQ8Act* xq, int64_t xq_
     } else {
       w = q5_to_bytes(block + 4, block + 8);
     }
-    const float d = block_scale(block);
+    const float d = load_f16(block);
     const __m256i w_abs = kSigned ? _mm256_sign_epi8(w, w) : w;
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -71,10 +58,10 @@ static void dot_block_rows(const uint8_t* row, const BlockQ8Act* xq, int64_t xq_
       const __m256i x = kSigned ? _mm256_sign_epi8(q, w) : q;
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), _mm256_cvtepi32_ps(Dot::apply(w_abs, x)),
                                acc[r]);
-      if constexpr (kOffset) offsets[r] += block_scale(block + 2) * a.s;
+      if constexpr (kOffset) offsets[r] += load_f16(block + 2) * a.s;
     }
   }
-  for (int r = 0; r < R; ++r) out[r * out_stride] = lanes_sum(acc[r]) + offsets[r];
+  for (int r = 0; r < R; ++r) out[r * out_stride] = hsum(acc[r]) + offsets[r];
 }
 
 template <RowFormat F, typename Dot>

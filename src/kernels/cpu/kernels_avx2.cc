@@ -20,18 +20,8 @@
 namespace lm::kernels {
 namespace {
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
+using avx2::hsum;
+using avx2::load_f16;
 
 float load_bf16(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;

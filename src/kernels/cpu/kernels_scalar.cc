@@ -104,6 +104,15 @@ void dequantize_superblock(RowFormat format, const uint8_t* block, float* out) {
   }
 }
 
+// One block of any GGML format: 32 values, or 256 for the K-quants (row_format_info's block_size).
+void dequantize_quant_block(RowFormat format, const uint8_t* block, float* out) {
+  if (is_kquant(format)) {
+    dequantize_superblock(format, block, out);
+  } else {
+    dequantize_block(format, block, out);
+  }
+}
+
 void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
   const auto* bytes = static_cast<const uint8_t*>(src);
   switch (format) {
@@ -126,18 +135,14 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
     case RowFormat::kQ5_0:
-    case RowFormat::kQ5_1: {
-      const int64_t block_bytes = row_format_info(format).block_bytes;
-      for (int64_t b = 0; b < k / 32; ++b)
-        dequantize_block(format, bytes + b * block_bytes, dst + b * 32);
-      return;
-    }
+    case RowFormat::kQ5_1:
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K: {
-      const int64_t block_bytes = row_format_info(format).block_bytes;
-      for (int64_t b = 0; b < k / 256; ++b)
-        dequantize_superblock(format, bytes + b * block_bytes, dst + b * 256);
+      const RowFormatInfo& info = row_format_info(format);
+      for (int64_t b = 0; b < k / info.block_size; ++b) {
+        dequantize_quant_block(format, bytes + b * info.block_bytes, dst + b * info.block_size);
+      }
       return;
     }
   }
@@ -163,27 +168,17 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
     case RowFormat::kQ5_0:
-    case RowFormat::kQ5_1: {
-      const auto* bytes = static_cast<const uint8_t*>(row);
-      const int64_t block_bytes = row_format_info(format).block_bytes;
-      float block[32];
-      float sum = 0.0f;
-      for (int64_t b = 0; b < k / 32; ++b) {
-        dequantize_block(format, bytes + b * block_bytes, block);
-        sum += dot_f32(block, x + b * 32, 32);
-      }
-      return sum;
-    }
+    case RowFormat::kQ5_1:
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K: {
       const auto* bytes = static_cast<const uint8_t*>(row);
-      const int64_t block_bytes = row_format_info(format).block_bytes;
-      float block[256];
+      const RowFormatInfo& info = row_format_info(format);
+      float block[256];  // the largest block (K-quant super-block)
       float sum = 0.0f;
-      for (int64_t b = 0; b < k / 256; ++b) {
-        dequantize_superblock(format, bytes + b * block_bytes, block);
-        sum += dot_f32(block, x + b * 256, 256);
+      for (int64_t b = 0; b < k / info.block_size; ++b) {
+        dequantize_quant_block(format, bytes + b * info.block_bytes, block);
+        sum += dot_f32(block, x + b * info.block_size, info.block_size);
       }
       return sum;
     }

@@ -4,12 +4,37 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
+
+namespace {
+
+// The block value of largest magnitude, with its sign: Q4_0 and Q5_0 map it to their most
+// negative level, so it is exact and the asymmetric range is used on the side that needs it.
+float signed_absmax(const float* block) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int i = 0; i < kQuantBlockSize; ++i) {
+    if (std::fabs(block[i]) > amax) {
+      amax = std::fabs(block[i]);
+      max = block[i];
+    }
+  }
+  return max;
+}
+
+// Smallest and largest value of a block (Q4_1 and Q5_1 store min and (max - min) / levels).
+std::pair<float, float> min_max(const float* block) {
+  const auto [lo, hi] = std::minmax_element(block, block + kQuantBlockSize);
+  return {*lo, *hi};
+}
+
+}  // namespace
 
 const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kF32{"f32", 1, 4};
@@ -91,17 +116,7 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t k) {
   LM_CHECK(k % kQuantBlockSize == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
-    // NOTE: GGML keeps the sign of the largest-magnitude value and maps it to -8, so that value
-    // is exact and the asymmetric range [-8, 7] is used on the side that needs it.
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int i = 0; i < kQuantBlockSize; ++i) {
-      if (std::fabs(src[i]) > amax) {
-        amax = std::fabs(src[i]);
-        max = src[i];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = signed_absmax(src) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     uint8_t* block = out + b * quant::kQ4_0Bytes;
     quant::store_f16(block, d);
@@ -117,12 +132,7 @@ void quantize_row_q4_1(const float* src, void* dst, int64_t k) {
   LM_CHECK(k % kQuantBlockSize == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
-    float min = src[0];
-    float max = src[0];
-    for (int i = 1; i < kQuantBlockSize; ++i) {
-      min = std::min(min, src[i]);
-      max = std::max(max, src[i]);
-    }
+    const auto [min, max] = min_max(src);
     const float d = (max - min) / 15.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     uint8_t* block = out + b * quant::kQ4_1Bytes;
@@ -142,16 +152,7 @@ void quantize_row_q5_0(const float* src, void* dst, int64_t k) {
   LM_CHECK(k % kQuantBlockSize == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
-    // As Q4_0: the largest-magnitude value keeps its sign and maps to -16.
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int i = 0; i < kQuantBlockSize; ++i) {
-      if (std::fabs(src[i]) > amax) {
-        amax = std::fabs(src[i]);
-        max = src[i];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = signed_absmax(src) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     uint8_t* block = out + b * quant::kQ5_0Bytes;
     quant::store_f16(block, d);
@@ -171,12 +172,7 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t k) {
   LM_CHECK(k % kQuantBlockSize == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kQuantBlockSize; ++b, src += kQuantBlockSize) {
-    float min = src[0];
-    float max = src[0];
-    for (int i = 1; i < kQuantBlockSize; ++i) {
-      min = std::min(min, src[i]);
-      max = std::max(max, src[i]);
-    }
+    const auto [min, max] = min_max(src);
     const float d = (max - min) / 31.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     uint8_t* block = out + b * quant::kQ5_1Bytes;
