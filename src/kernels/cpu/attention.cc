@@ -1,14 +1,11 @@
-// Causal attention: one (token, head) pair per work item; each walks its visible positions in
-// tiles, keeping a running max and denominator so the output is rescaled instead of recomputed.
+// Causal attention over a contiguous cache: one sequence whose position p sits at
+// p * kv_row_stride, handed to the shared row-chunk attention (attention_work.h).
 #include "kernels/cpu/attention.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #include "base/check.h"
-#include "kernels/cpu/online_softmax.h"
+#include "kernels/cpu/attention_work.h"
 
 namespace lm::kernels {
 
@@ -19,23 +16,11 @@ void attention_causal(const float* q, const float* k_cache, const float* v_cache
   LM_CHECK(num_tokens >= 0 && head_dim > 0 && first_position >= 0);
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0);
   LM_CHECK(kv_row_stride >= num_kv_heads * head_dim);
-  const IsaKernels& kernels = isa_kernels(isa);
-  const int64_t group_size = num_heads / num_kv_heads;
-
-  pool.parallel_for(num_tokens * num_heads, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(kAttentionPositionTile);
-    std::vector<float> acc(static_cast<size_t>(head_dim));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t token = item / num_heads;
-      const int64_t head = item % num_heads;
-      const int64_t kv_offset = (head / group_size) * head_dim;
-      const int64_t num_positions = first_position + token + 1;
-      attend_row(
-          kernels, q + item * head_dim, k_cache + kv_offset, v_cache + kv_offset,
-          [kv_row_stride](int64_t p) { return p * kv_row_stride; }, num_positions, head_dim, scale,
-          scores.data(), acc.data(), out + item * head_dim);
-    }
-  });
+  std::vector<int64_t> offsets(static_cast<size_t>(first_position + num_tokens));
+  for (size_t p = 0; p < offsets.size(); ++p) offsets[p] = static_cast<int64_t>(p) * kv_row_stride;
+  const AttentionSequence sequence{0, num_tokens, first_position, offsets.data()};
+  attend_sequences(isa_kernels(isa), q, out, &sequence, 1, k_cache, v_cache, num_heads,
+                   num_kv_heads, head_dim, scale, pool);
 }
 
 }  // namespace lm::kernels

@@ -37,6 +37,21 @@ struct IsaKernels {
   // m activation rows, each weight block unpacked once per group of rows (batched decode).
   void (*dot_rows_q8)(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
                       int64_t m, int64_t k, float* out, int64_t out_stride);
+  // The register-tiled int8 GEMM (int8_tiles.h), where an ISA has one: prepared-row bytes (0 when
+  // the format / k is not tiled; then matmul uses dot_rows_q8), preparation and the GEMM. Null in
+  // tables without it.
+  int64_t (*int8_tile_row_bytes)(RowFormat format, int64_t k);
+  void (*int8_tile_prepare)(RowFormat format, const BlockQ8Act* xq, int64_t xq_stride, int64_t m,
+                            int64_t k, void* dst);
+  void (*int8_tile_gemm)(RowFormat format, const void* w, int64_t w_row_bytes, int64_t n,
+                         const void* x, int64_t m, int64_t k, float* y, int64_t ldy);
+  // Up to kAttentionMaxRows query rows that read the same K/V rows attend together, one row per
+  // vector lane (attention_rows.h): row r attends to positions [0, num_positions[r]) at
+  // k + offsets[p] / v + offsets[p]. scratch: attention_rows::scratch_floats(head_dim) floats.
+  void (*attend_rows)(const float* const* q_rows, float* const* out_rows,
+                      const int64_t* num_positions, int64_t num_rows, const float* k,
+                      const float* v, const int64_t* offsets, int64_t head_dim, float scale,
+                      float* scratch);
 };
 
 // LM_CHECKs that the ISA is supported.

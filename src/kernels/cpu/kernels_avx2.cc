@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/cpu/attention_rows.h"
 #include "kernels/cpu/avx2_block_unpack.h"
 #include "kernels/cpu/row_format.h"
 
@@ -306,6 +307,22 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
   }
 }
 
+// Up to four rows (a decode step's GQA group) in 128-bit lanes, more in 256-bit ones.
+void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
+                 int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
+                 int64_t head_dim, float scale, float* scratch) {
+  if (num_rows <= 4) {
+    attention_rows::attend<attention_rows::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v,
+                                                offsets, head_dim, scale, scratch);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 8) {
+    attention_rows::attend<attention_rows::Ymm>(q_rows + r0, out_rows + r0, num_positions + r0,
+                                                std::min<int64_t>(8, num_rows - r0), k, v, offsets,
+                                                head_dim, scale, scratch);
+  }
+}
+
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
@@ -317,7 +334,11 @@ const IsaKernels& avx2_kernels() {
                                        gemm_tile,
                                        quantize_row_q8_act_avx2,
                                        dot_row_q8_avx2,
-                                       dot_rows_q8_avx2};
+                                       dot_rows_q8_avx2,
+                                       nullptr,
+                                       nullptr,
+                                       nullptr,
+                                       attend_rows};
   return kKernels;
 }
 

@@ -1,6 +1,7 @@
 // AVX-512F inner loops (built with -mavx512f plus the AVX2 flags; used only after cpuid says so).
-// Only the GEMM tile is wider: batched decode and prefill spend most of their time there, while
-// the streaming kernels (dot_row, dequantize) are bound by memory and keep their AVX2 versions.
+// Only the GEMM tile and the attention rows are wider: prefill and batched decode spend most of
+// their time there, while the streaming kernels (dot_row, dequantize) are bound by memory and
+// keep their AVX2 versions.
 // NOTE: like kernels_avx2.cc, this file must not instantiate inline functions or templates with
 // external linkage, or the linker could keep the AVX-512 copy for the whole program.
 #include "kernels/cpu/isa.h"
@@ -15,6 +16,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+
+#include "kernels/cpu/attention_rows.h"
 
 namespace lm::kernels {
 namespace {
@@ -87,12 +90,27 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
   for (; i < m; ++i) gemm_rows<1>(x + i * ldx, ldx, w, ldw, n, k, y + i * ldy, ldy);
 }
 
+// Up to four rows (a decode step's GQA group) in 128-bit lanes, more in 512-bit ones: the same
+// operations per lane, so the same bits.
+void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
+                 int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
+                 int64_t head_dim, float scale, float* scratch) {
+  if (num_rows <= 4) {
+    attention_rows::attend<attention_rows::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v,
+                                                offsets, head_dim, scale, scratch);
+  } else {
+    attention_rows::attend<attention_rows::Zmm>(q_rows, out_rows, num_positions, num_rows, k, v,
+                                                offsets, head_dim, scale, scratch);
+  }
+}
+
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
   static const IsaKernels kKernels = [] {
     IsaKernels kernels = avx2_kernels();
     kernels.gemm_tile = gemm_tile;
+    kernels.attend_rows = attend_rows;
     return kernels;
   }();
   return kKernels;

@@ -5,6 +5,7 @@
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/int8_tiles.h"
 #include "kernels/cpu/isa.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__F16C__)
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/int8_block_rows.h"
 
@@ -26,8 +28,20 @@ struct DpbusdDot {
   }
 };
 
+// Where the tiled GEMM takes the format, the dots are that GEMM with one weight row, so matmul
+// (which uses it at every batch size) and these single dots give the same sums, bit for bit.
 void dot_rows_q8_vnni(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
                       int64_t m, int64_t k, float* out, int64_t out_stride) {
+  if (const int64_t row_bytes = int8_tile_row_bytes_vnni(format, k); row_bytes > 0) {
+    struct alignas(64) Line {
+      uint8_t bytes[64];
+    };
+    thread_local std::vector<Line> prepared;
+    prepared.resize(static_cast<size_t>(m * row_bytes / 64));
+    int8_tile_prepare_vnni(format, xq, xq_stride, m, k, prepared.data());
+    int8_tile_gemm_vnni(format, row, 0, 1, prepared.data(), m, k, out, out_stride);
+    return;
+  }
   if (!avx2::dot_rows_block_format<DpbusdDot>(format, row, xq, xq_stride, m, k, out, out_stride))
     dot_rows_q8_avx2(format, row, xq, xq_stride, m, k, out, out_stride);  // K-quants
 }
@@ -45,6 +59,9 @@ const IsaKernels& avx512_vnni_kernels() {
     IsaKernels kernels = avx512_kernels();
     kernels.dot_row_q8 = dot_row_q8_vnni;
     kernels.dot_rows_q8 = dot_rows_q8_vnni;
+    kernels.int8_tile_row_bytes = int8_tile_row_bytes_vnni;
+    kernels.int8_tile_prepare = int8_tile_prepare_vnni;
+    kernels.int8_tile_gemm = int8_tile_gemm_vnni;
     return kernels;
   }();
   return kKernels;

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/attention_rows.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquant_blocks.h"
@@ -193,6 +194,16 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
   }
 }
 
+// One row at a time in plain C++ (the reference the vector widths are tested against).
+void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
+                 int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
+                 int64_t head_dim, float scale, float* scratch) {
+  for (int64_t r = 0; r < num_rows; ++r) {
+    attention_rows::attend<attention_rows::Scalar>(q_rows + r, out_rows + r, num_positions + r, 1,
+                                                   k, v, offsets, head_dim, scale, scratch);
+  }
+}
+
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
@@ -204,7 +215,11 @@ const IsaKernels& scalar_kernels() {
                                        gemm_tile,
                                        quantize_row_q8_act_scalar,
                                        dot_row_q8_scalar,
-                                       dot_rows_q8_scalar};
+                                       dot_rows_q8_scalar,
+                                       nullptr,
+                                       nullptr,
+                                       nullptr,
+                                       attend_rows};
   return kKernels;
 }
 

@@ -17,6 +17,45 @@ constexpr int64_t kTileRows = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
+// The tiled int8 GEMM (int8_tiles.h): the quantized X rows prepared once per call, then each
+// thread's share of W rows against blocks of X rows that stay hot in cache.
+void matmul_int8_tiled(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes,
+                       const BlockQ8Act* xq, float* y, int64_t m, int64_t n, int64_t k,
+                       int64_t prepared_row_bytes, ThreadPool& pool, const float* bias,
+                       const IsaKernels& kernels) {
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  const int64_t num_blocks = k / kQuantBlockSize;
+  thread_local std::vector<Line> prepared;
+  prepared.resize(static_cast<size_t>(m * prepared_row_bytes / 64));
+  auto* x = reinterpret_cast<uint8_t*>(prepared.data());
+  if (m == 1) {
+    kernels.int8_tile_prepare(format, xq, num_blocks, 1, k, x);
+  } else {
+    pool.parallel_for(m, [&](int64_t begin, int64_t end) {
+      kernels.int8_tile_prepare(format, xq + begin * num_blocks, num_blocks, end - begin, k,
+                                x + begin * prepared_row_bytes);
+    });
+  }
+  const int64_t m_block = std::min(m, std::max<int64_t>(4, kXBlockBytes / prepared_row_bytes));
+  pool.parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+          const int64_t m1 = std::min(m, m0 + m_block);
+          kernels.int8_tile_gemm(format, w_bytes + begin * w_row_bytes, w_row_bytes, end - begin,
+                                 x + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + begin, n);
+        }
+        if (bias) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = begin; j < end; ++j) y[i * n + j] += bias[j];
+          }
+        }
+      },
+      kTileRows);
+}
+
 // X rows quantized to int8 once per call, then one integer dot per (X row, W row): W rows are
 // swept once per block of X rows that stays hot in cache.
 void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
@@ -33,6 +72,13 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
       for (int64_t i = begin; i < end; ++i)
         kernels.quantize_row_q8_act(x + i * k, xq_data + i * num_blocks, k);
     });
+  }
+  if (kernels.int8_tile_row_bytes != nullptr) {
+    if (const int64_t row_bytes = kernels.int8_tile_row_bytes(format, k); row_bytes > 0) {
+      matmul_int8_tiled(format, w_bytes, w_row_bytes, xq_data, y, m, n, k, row_bytes, pool, bias,
+                        kernels);
+      return;
+    }
   }
   const auto xq_row_bytes =
       static_cast<int64_t>(sizeof(BlockQ8Act)) * std::max<int64_t>(1, num_blocks);

@@ -1,6 +1,6 @@
-// Paged attention: the same tiled online softmax as attention_causal (attend_row, so an identity
-// block table gives bit-identical results), with each position's K/V row found through the
-// sequence's block table.
+// Paged attention: the same row-chunk attention as attention_causal (attention_work.h, so an
+// identity block table gives bit-identical results), with each position's K/V row found through
+// the sequence's block table.
 #include "kernels/cpu/paged_attention.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "kernels/cpu/online_softmax.h"
+#include "kernels/cpu/attention_work.h"
 
 namespace lm::kernels {
 
@@ -32,38 +32,28 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
                      float scale, ThreadPool& pool, Isa isa) {
   LM_CHECK(num_seqs >= 0 && head_dim > 0 && block_size > 0 && max_blocks_per_seq >= 0);
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0);
-  const IsaKernels& kernels = isa_kernels(isa);
-  const int64_t group_size = num_heads / num_kv_heads;
   const int64_t kv_row = num_kv_heads * head_dim;  // floats per slot
-  const int64_t num_tokens = num_seqs > 0 ? query_begins[num_seqs] : 0;
 
-  // The sequence of every query row, so work items can be split evenly over (token, head).
-  std::vector<int32_t> seq_of_token(static_cast<size_t>(num_tokens));
+  // Every sequence's K/V row offsets, read once from its block table.
+  std::vector<int64_t> offset_begins(static_cast<size_t>(num_seqs) + 1, 0);
   for (int64_t s = 0; s < num_seqs; ++s) {
     LM_CHECK(query_begins[s] <= query_begins[s + 1] && first_positions[s] >= 0);
-    const int64_t last_position = first_positions[s] + query_begins[s + 1] - query_begins[s] - 1;
-    LM_CHECK(last_position / block_size < max_blocks_per_seq);
-    for (int64_t t = query_begins[s]; t < query_begins[s + 1]; ++t)
-      seq_of_token[static_cast<size_t>(t)] = static_cast<int32_t>(s);
+    const int64_t num_positions = first_positions[s] + query_begins[s + 1] - query_begins[s];
+    LM_CHECK(num_positions == 0 || (num_positions - 1) / block_size < max_blocks_per_seq);
+    offset_begins[s + 1] = offset_begins[s] + num_positions;
   }
-
-  pool.parallel_for(num_tokens * num_heads, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(kAttentionPositionTile);
-    std::vector<float> acc(static_cast<size_t>(head_dim));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t token = item / num_heads;
-      const int64_t head = item % num_heads;
-      const int64_t seq = seq_of_token[static_cast<size_t>(token)];
-      const int32_t* block_table = block_tables + seq * max_blocks_per_seq;
-      const int64_t kv_offset = (head / group_size) * head_dim;
-      const int64_t num_positions = first_positions[seq] + token - query_begins[seq] + 1;
-      const auto row_of = [block_table, block_size, kv_row](int64_t p) {
-        return (block_table[p / block_size] * block_size + p % block_size) * kv_row;
-      };
-      attend_row(kernels, q + item * head_dim, k_pool + kv_offset, v_pool + kv_offset, row_of,
-                 num_positions, head_dim, scale, scores.data(), acc.data(), out + item * head_dim);
-    }
-  });
+  std::vector<int64_t> offsets(static_cast<size_t>(offset_begins[num_seqs]));
+  std::vector<AttentionSequence> sequences(static_cast<size_t>(num_seqs));
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    const int32_t* block_table = block_tables + s * max_blocks_per_seq;
+    int64_t* seq_offsets = offsets.data() + offset_begins[s];
+    for (int64_t p = 0; p < offset_begins[s + 1] - offset_begins[s]; ++p)
+      seq_offsets[p] = (block_table[p / block_size] * block_size + p % block_size) * kv_row;
+    sequences[s] = {query_begins[s], query_begins[s + 1] - query_begins[s], first_positions[s],
+                    seq_offsets};
+  }
+  attend_sequences(isa_kernels(isa), q, out, sequences.data(), num_seqs, k_pool, v_pool, num_heads,
+                   num_kv_heads, head_dim, scale, pool);
 }
 
 }  // namespace lm::kernels

@@ -20,7 +20,8 @@ void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float
 // k_pool, v_pool: [num_blocks, block_size, num_kv_heads, head_dim]; position p of sequence s
 // lives in block block_tables[s * max_blocks_per_seq + p / block_size], row p % block_size.
 // Grouped-query: head h reads kv head h / (num_heads / num_kv_heads). Flash-style online softmax
-// in tiles of positions (no score matrix), fp32, parallel over (token, head). out may alias q.
+// in tiles of positions (no score matrix), fp32, parallel over chunks of (token, head) rows that
+// share a KV head (attention_work.h). out may alias q.
 void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
