@@ -133,7 +133,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
 
     // Attention block: new K/V go to their pool slots, then each sequence attends through its
     // block table to everything it has so far.
-    ops::rms_norm(x, w.input_layernorm.data(), normed, eps);
+    ops::rms_norm(x, w.input_layernorm.data(), normed, eps, pool);
     ops::linear(normed, w.q_proj, bias_view(w.q_bias), q, pool, int8_activations_);
     ops::linear(normed, w.k_proj, bias_view(w.k_bias), k, pool, int8_activations_);
     ops::linear(normed, w.v_proj, bias_view(w.v_bias), v, pool, int8_activations_);
@@ -146,10 +146,10 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     ops::add(x, normed);
 
     // MLP block: down(silu(gate(x)) * up(x)).
-    ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps);
+    ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps, pool);
     ops::linear(normed, w.gate_proj, {}, gate, pool, int8_activations_);
     ops::linear(normed, w.up_proj, {}, up, pool, int8_activations_);
-    ops::silu_mul(gate, up);
+    ops::silu_mul(gate, up, pool);
     ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
     ops::add(x, normed);
   }
@@ -163,7 +163,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     std::copy_n(x.as<float>() + row * c.hidden_size, c.hidden_size,
                 final_normed.as<float>() + r * c.hidden_size);
   }
-  ops::rms_norm(final_normed, weights_.norm.data(), final_normed, eps);
+  ops::rms_norm(final_normed, weights_.norm.data(), final_normed, eps, pool);
   logits.resize(static_cast<size_t>(rows * c.vocab_size));
   Tensor out{DType::kF32, {rows, c.vocab_size}, logits.data(), Device::kCpu};
   if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool, int8_activations_);

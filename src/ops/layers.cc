@@ -10,14 +10,43 @@
 
 namespace lm::ops {
 
-void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps) {
+namespace {
+
+// Elementwise and per-row kernels are split over the pool only when the work outweighs waking
+// it: a prefill chunk's rows are, a decode step's few rows are not. Each element (row) is
+// computed the same way either way, so results do not depend on the split.
+constexpr int64_t kParallelElements = int64_t{1} << 15;
+
+}  // namespace
+
+void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, ThreadPool& pool) {
   LM_CHECK(x.rank() == 2 && x.shape == y.shape && x.dtype == DType::kF32 && y.dtype == DType::kF32);
-  kernels::rms_norm(x.as<float>(), weight, y.as<float>(), x.dim(0), x.dim(1), eps);
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  if (rows * n < kParallelElements || rows == 1) {
+    kernels::rms_norm(x.as<float>(), weight, y.as<float>(), rows, n, eps);
+    return;
+  }
+  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    kernels::rms_norm(x.as<float>() + begin * n, weight, y.as<float>() + begin * n, end - begin, n,
+                      eps);
+  });
 }
 
-void silu_mul(Tensor& gate, const Tensor& up) {
+void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool) {
   LM_CHECK(gate.shape == up.shape && gate.dtype == DType::kF32 && up.dtype == DType::kF32);
-  kernels::silu_mul(gate.as<float>(), up.as<float>(), gate.as<float>(), gate.numel());
+  float* g = gate.as<float>();
+  const float* u = up.as<float>();
+  const int64_t n = gate.numel();
+  if (n < kParallelElements) {
+    kernels::silu_mul(g, u, g, n);
+    return;
+  }
+  pool.parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        kernels::silu_mul(g + begin, u + begin, g + begin, end - begin);
+      },
+      1024);
 }
 
 void add(Tensor& y, const Tensor& x) {

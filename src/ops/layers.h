@@ -13,10 +13,10 @@ namespace lm::ops {
 enum class RopeMode { kNeox, kInterleaved };
 
 // y[r, :] = rms_norm(x[r, :]) * weight; x, y: [rows, n]; weight: [n] fp32. y may alias x.
-void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps);
+void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, ThreadPool& pool);
 
 // gate = silu(gate) * up, both [rows, n].
-void silu_mul(Tensor& gate, const Tensor& up);
+void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 
 // y += x (same shape).
 void add(Tensor& y, const Tensor& x);
