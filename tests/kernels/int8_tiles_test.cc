@@ -18,7 +18,8 @@ namespace {
 using testing::random_floats;
 
 constexpr RowFormat kTiledFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
-                                       RowFormat::kQ4_K, RowFormat::kQ5_K, RowFormat::kQ6_K};
+                                       RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K,
+                                       RowFormat::kQ5_K, RowFormat::kQ6_K};
 
 struct alignas(64) Line {
   uint8_t bytes[64];
@@ -33,6 +34,8 @@ std::vector<uint8_t> weight_rows(RowFormat format, int64_t n, int64_t k, uint32_
     if (format == RowFormat::kQ8_0) quantize_row_q8_0(w.data() + j * k, row, k);
     if (format == RowFormat::kQ4_0) quantize_row_q4_0(w.data() + j * k, row, k);
     if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_0) quantize_row_q5_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_1) quantize_row_q5_1(w.data() + j * k, row, k);
   }
   return bytes;
 }
@@ -67,7 +70,7 @@ TEST_F(Int8Tiles, TakesTheBlockAndKQuantFormatsWhenKIsAMultipleOf64) {
   EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kQ8_0, 576), 9 * 192);
   EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kQ4_K, 256), 4 * 192);
   EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kQ4_0, 96), 0);  // k % 64 != 0
-  EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kQ5_0, 64), 0);  // not tiled
+  EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kQ5_0, 64), 192);
   EXPECT_EQ(int8_tile_row_bytes_vnni(RowFormat::kF16, 64), 0);
 }
 

@@ -15,8 +15,8 @@
 namespace lm::kernels {
 
 // Bytes of one prepared activation row of k elements for weights in `format`, or 0 when the tiled
-// kernel does not take this format / k (then dot_rows_q8 is the path): Q8_0, Q4_0, Q4_1, Q4_K,
-// Q5_K and Q6_K with k a multiple of 64.
+// kernel does not take this format / k (then dot_rows_q8 is the path): Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q4_K, Q5_K and Q6_K with k a multiple of 64.
 int64_t int8_tile_row_bytes_vnni(RowFormat format, int64_t k);
 
 // dst (64-byte aligned, m * int8_tile_row_bytes_vnni(format, k) bytes) = the m rows of xq

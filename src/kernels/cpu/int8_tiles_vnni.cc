@@ -62,6 +62,10 @@ constexpr Traits traits(RowFormat format) {
       return {true, Order::kNibbleHalves, 8, false};
     case RowFormat::kQ4_1:
       return {true, Order::kNibbleHalves, 0, true};
+    case RowFormat::kQ5_0:
+      return {true, Order::kNibbleHalves, 16, false};
+    case RowFormat::kQ5_1:
+      return {true, Order::kNibbleHalves, 0, true};
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
       return {true, Order::kBlocks, 0, true};
@@ -170,6 +174,43 @@ struct WeightRow<RowFormat::kQ4_1> {
     const __m512i blocks = lane_blocks(Order::kNibbleHalves);
     dw = _mm512_permutexvar_ps(blocks, f16_pair(b, b + 20));
     mw = _mm512_permutexvar_ps(blocks, f16_pair(b + 2, b + 22));
+  }
+};
+
+// The fifth bits of two Q5 blocks (bit i of a block's 32-bit qh is element i's) as a byte mask in
+// the kNibbleHalves order: b0[0, 16), b1[0, 16), b0[16, 32), b1[16, 32).
+static inline __m512i q5_high_bits(const uint8_t* qh0, const uint8_t* qh1) {
+  uint32_t h0, h1;
+  std::memcpy(&h0, qh0, 4);
+  std::memcpy(&h1, qh1, 4);
+  const uint64_t bits = (h0 & 0xffffu) | (uint64_t{h1 & 0xffffu} << 16) |
+                        (uint64_t{h0 >> 16} << 32) | (uint64_t{h1 >> 16} << 48);
+  return _mm512_maskz_mov_epi8(static_cast<__mmask64>(bits), _mm512_set1_epi8(16));
+}
+
+template <>
+struct WeightRow<RowFormat::kQ5_0> {
+  const uint8_t* row;
+  void step(int64_t s, __m512i& u, __m512& dw, __m512&) {
+    const uint8_t* b = row + s * 44;
+    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 28),
+                                               reinterpret_cast<const __m128i*>(b + 6));
+    u = _mm512_or_si512(split_nibbles(packed), q5_high_bits(b + 2, b + 24));
+    dw = _mm512_permutexvar_ps(lane_blocks(Order::kNibbleHalves), f16_pair(b, b + 22));
+  }
+};
+
+template <>
+struct WeightRow<RowFormat::kQ5_1> {
+  const uint8_t* row;
+  void step(int64_t s, __m512i& u, __m512& dw, __m512& mw) {
+    const uint8_t* b = row + s * 48;
+    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 32),
+                                               reinterpret_cast<const __m128i*>(b + 8));
+    u = _mm512_or_si512(split_nibbles(packed), q5_high_bits(b + 4, b + 28));
+    const __m512i blocks = lane_blocks(Order::kNibbleHalves);
+    dw = _mm512_permutexvar_ps(blocks, f16_pair(b, b + 24));
+    mw = _mm512_permutexvar_ps(blocks, f16_pair(b + 2, b + 26));
   }
 };
 
@@ -371,6 +412,10 @@ void int8_tile_gemm_vnni(RowFormat format, const void* w, int64_t w_row_bytes, i
       return gemm<RowFormat::kQ4_0>(bytes, w_row_bytes, n, prepared, m, steps, y, ldy);
     case RowFormat::kQ4_1:
       return gemm<RowFormat::kQ4_1>(bytes, w_row_bytes, n, prepared, m, steps, y, ldy);
+    case RowFormat::kQ5_0:
+      return gemm<RowFormat::kQ5_0>(bytes, w_row_bytes, n, prepared, m, steps, y, ldy);
+    case RowFormat::kQ5_1:
+      return gemm<RowFormat::kQ5_1>(bytes, w_row_bytes, n, prepared, m, steps, y, ldy);
     case RowFormat::kQ4_K:
       return gemm<RowFormat::kQ4_K>(bytes, w_row_bytes, n, prepared, m, steps, y, ldy);
     case RowFormat::kQ5_K:
