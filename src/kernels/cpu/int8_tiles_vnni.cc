@@ -319,6 +319,20 @@ struct WeightRow<RowFormat::kQ6_K> {
 
 // ---- The tile ----
 
+// Bytes of a weight row per step of 64 (K-quants: a quarter of a super-block, rounded down).
+template <RowFormat F>
+constexpr int64_t kStepBytes = F == RowFormat::kQ8_0   ? 68
+                               : F == RowFormat::kQ4_0 ? 36
+                               : F == RowFormat::kQ4_1 ? 40
+                               : F == RowFormat::kQ5_0 ? 44
+                               : F == RowFormat::kQ5_1 ? 48
+                               : F == RowFormat::kQ4_K ? kquant::kQ4_KBytes / 4
+                               : F == RowFormat::kQ5_K ? kquant::kQ5_KBytes / 4
+                                                       : kquant::kQ6_KBytes / 4;
+// How far ahead of the current step a streamed weight row is prefetched (measured on the 7B
+// Q4_0 decode: 2 KiB beat 0.5, 1, 4 and 8 KiB).
+constexpr int64_t kPrefetchBytes = 2048;
+
 // RW weight rows (w_row_bytes apart) against RX prepared activation rows (steps apart).
 template <RowFormat F, int RW, int RX>
 void tile(const uint8_t* w, int64_t w_row_bytes, const PreparedStep* x, int64_t steps, float* y,
@@ -331,6 +345,12 @@ void tile(const uint8_t* w, int64_t w_row_bytes, const PreparedStep* x, int64_t 
     for (int j = 0; j < RW; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   for (int64_t s = 0; s < steps; ++s) {
+    // Decode streams each weight row from DRAM once; the hardware prefetcher alone left the
+    // unpack waiting on its loads (7B Q4_0 decode +8-15% with this hint). Tiles of 4 rows
+    // re-read weights that are already cached.
+    if constexpr (RW == 1)
+      _mm_prefetch(reinterpret_cast<const char*>(rows[0].row + s * kStepBytes<F> + kPrefetchBytes),
+                   _MM_HINT_T0);
     __m512i u[RW];
     __m512 dw[RW], mw[RW];
 #pragma GCC unroll 4
