@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/launcher_flags.h"
 #include "app/model_files.h"
 #include "base/log.h"
 #include "runtime/generator.h"
@@ -25,12 +26,20 @@ struct GenerateOptions {
   bool no_bos = false;
   // As the launcher's default (server/launcher_args.h): llama.cpp's int8 activation dots.
   bool int8_activations = true;
+  std::string device;  // --device, as the launcher's
   SamplingParams sampling;
 };
 
 int run_generate(const GenerateOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
+  std::string device_note;
+  auto device = resolve_device(o.device, device_note);
+  if (!device.ok()) {
+    log_error(device.error().message);
+    return 1;
+  }
+  if (!device_note.empty()) log_info(device_note);
   auto files = find_model_files({o.model_id, std::nullopt, std::nullopt, std::nullopt});
   if (!files.ok()) {
     log_error(files.error().message);
@@ -107,6 +116,7 @@ void add_generate_command(CLI::App& app) {
                   "(true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
+  add_device_flag(*cmd, options->device);
   cmd->add_flag("--no-bos", options->no_bos, "Do not add the tokenizer's special prefix tokens");
   SamplingParams& s = options->sampling;
   cmd->add_flag("--do-sample", s.do_sample, "Sample instead of choosing the most likely token");

@@ -2,6 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#if defined(LM_WITH_CUDA)
+#include "kernels/cuda/device_info.h"
+#endif
+
 namespace lm {
 
 void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
@@ -170,9 +174,52 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "llama.cpp does (true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
-  app.add_option("--device", a.device, "cpu (cuda when built with it)")
+  add_device_flag(app, a.device);
+}
+
+void add_device_flag(CLI::App& app, std::string& device) {
+  device = "auto";
+  app.add_option("--device", device,
+                 "cpu, cuda or auto (cuda when this binary was built with CUDA and a GPU is "
+                 "visible, else cpu)")
       ->envname("DEVICE")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
+}
+
+Result<std::string> resolve_device(const std::string& requested, bool built_with_cuda,
+                                   int num_cuda_devices, std::string& note) {
+  note.clear();
+  if (requested == "cpu") return std::string("cpu");
+  if (requested == "cuda") {
+    if (!built_with_cuda) {
+      return Error{
+          "--device cuda: this binary was built without CUDA (nvcc not found at configure "
+          "time); use --device cpu"};
+    }
+    return Error{
+        "--device cuda: the CUDA model runner is not built yet (issue 8); use --device cpu"};
+  }
+  if (requested != "auto") return Error{"--device must be cpu, cuda or auto, not " + requested};
+  if (!built_with_cuda) {
+    note = "Device: cpu (auto; this binary was built without CUDA)";
+  } else if (num_cuda_devices == 0) {
+    note = "Device: cpu (auto; no CUDA device visible)";
+  } else {
+    note = "Device: cpu (auto; " + std::to_string(num_cuda_devices) +
+           " CUDA device(s) visible, but the CUDA model runner is not built yet (issue 8))";
+  }
+  return std::string("cpu");
+}
+
+Result<std::string> resolve_device(const std::string& requested, std::string& note) {
+#if defined(LM_WITH_CUDA)
+  // Only auto needs to know the devices; asking initializes the CUDA runtime, so skip it for cpu.
+  const int num_devices = requested == "auto" ? kernels::cuda::device_count() : 0;
+  return resolve_device(requested, /*built_with_cuda=*/true, num_devices, note);
+#else
+  return resolve_device(requested, /*built_with_cuda=*/false, 0, note);
+#endif
 }
 
 }  // namespace lm

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "app/launcher_flags.h"
 #include "app/model_files.h"
 #include "base/log.h"
 #include "engine/engine.h"
@@ -55,7 +56,13 @@ int run_server(const LauncherArgs& args) {
     return 0;
   }
   set_json_logs(args.json_output);
-  auto warnings = check_launcher_args(args);
+  std::string device_note;
+  auto device = resolve_device(args.device, device_note);
+  if (!device.ok()) return fail(device.error().message);
+  if (!device_note.empty()) log_info(device_note);
+  LauncherArgs checked = args;
+  checked.device = *device;  // the only device check_launcher_args accepts is the one we run on
+  auto warnings = check_launcher_args(checked);
   if (!warnings.ok()) return fail(warnings.error().message);
   for (const std::string& w : *warnings) log_warn(w);
 

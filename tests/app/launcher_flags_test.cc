@@ -1,0 +1,87 @@
+// --device parsing (flag, DEVICE environment variable, allowed values) and its resolution for
+// CPU-only and CUDA builds, without starting a server.
+#include "app/launcher_flags.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+
+namespace lm {
+namespace {
+
+// Parses argv with the launcher's flags; returns the error text, empty on success.
+std::string parse(std::vector<std::string> argv, LauncherArgs& args) {
+  CLI::App app{"test"};
+  add_launcher_flags(app, args);
+  argv.insert(argv.begin(), "text-generation-launcher");
+  std::vector<const char*> raw;
+  for (const std::string& a : argv) raw.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(raw.size()), raw.data());
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LauncherFlags, DeviceDefaultsToAutoAndTakesFlagOrEnvironment) {
+  unsetenv("DEVICE");
+  LauncherArgs a;
+  EXPECT_EQ(parse({}, a), "");
+  EXPECT_EQ(a.device, "auto");
+  EXPECT_EQ(parse({"--device", "cpu"}, a), "");
+  EXPECT_EQ(a.device, "cpu");
+  setenv("DEVICE", "cuda", 1);
+  LauncherArgs b;
+  EXPECT_EQ(parse({}, b), "");
+  EXPECT_EQ(b.device, "cuda");
+  LauncherArgs c;
+  EXPECT_EQ(parse({"--device", "cpu"}, c), "");  // the flag wins over the environment
+  EXPECT_EQ(c.device, "cpu");
+  unsetenv("DEVICE");
+  LauncherArgs d;
+  EXPECT_NE(parse({"--device", "tpu"}, d), "");
+  LauncherArgs e;  // other TGI flags still parse next to it
+  EXPECT_EQ(parse({"--device", "auto", "--max-batch-size", "4", "-p", "8081"}, e), "");
+  EXPECT_EQ(e.port, 8081);
+  ASSERT_TRUE(e.max_batch_size.has_value());
+  EXPECT_EQ(*e.max_batch_size, 4);
+}
+
+TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
+  std::string note;
+  auto cpu = resolve_device("cpu", false, 0, note);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(*cpu, "cpu");
+  EXPECT_EQ(note, "");
+
+  auto no_cuda = resolve_device("cuda", /*built_with_cuda=*/false, 0, note);
+  ASSERT_FALSE(no_cuda.ok());
+  EXPECT_NE(no_cuda.error().message.find(
+                "this binary was built without CUDA (nvcc not found at configure time); use "
+                "--device cpu"),
+            std::string::npos);
+  auto not_built = resolve_device("cuda", /*built_with_cuda=*/true, 1, note);
+  ASSERT_FALSE(not_built.ok());
+  EXPECT_NE(not_built.error().message.find(
+                "the CUDA model runner is not built yet (issue 8); use --device cpu"),
+            std::string::npos);
+
+  for (bool built : {false, true}) {
+    for (int devices : {0, 2}) {
+      auto choice = resolve_device("auto", built, devices, note);
+      ASSERT_TRUE(choice.ok());
+      EXPECT_EQ(*choice, "cpu");
+      EXPECT_NE(note.find("Device: cpu (auto;"), std::string::npos) << note;
+    }
+  }
+  EXPECT_FALSE(resolve_device("tpu", true, 1, note).ok());
+
+  // This binary on this machine: auto always runs, cuda never does (yet).
+  EXPECT_TRUE(resolve_device("auto", note).ok());
+  EXPECT_FALSE(resolve_device("cuda", note).ok());
+}
+
+}  // namespace
+}  // namespace lm
