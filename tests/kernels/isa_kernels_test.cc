@@ -47,6 +47,43 @@ TEST(IsaKernels, DotAxpyScaleMatchReference) {
   }
 }
 
+TEST(IsaKernels, GemmPanelMatchesReferenceAndLeavesOtherColumnsAlone) {
+  for (Isa isa : supported_isas()) {
+    const IsaKernels& kernels = isa_kernels(isa);
+    if (kernels.gemm_panel == nullptr) continue;  // this table keeps gemm_tile
+    for (int64_t m : {1, 3, 4, 12, 13, 29}) {
+      for (int64_t nc : {1, 7, 16}) {
+        for (int64_t k : {1, 13, 100}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " m=" + std::to_string(m) +
+                       " nc=" + std::to_string(nc) + " k=" + std::to_string(k));
+          const int64_t ldx = k + 3, ldy = kPanelWidth + 5;
+          const auto x = random_floats(m * ldx, 5);
+          // Column c of the panel is weight row c: panel[p * kPanelWidth + c].
+          const auto panel = random_floats(k * kPanelWidth, 6);
+          std::vector<float> y(static_cast<size_t>(m * ldy), 123.0f);
+          kernels.gemm_panel(x.data(), ldx, m, panel.data(), nc, k, y.data(), ldy);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t c = 0; c < ldy; ++c) {
+              if (c >= nc) {
+                ASSERT_EQ(y[i * ldy + c], 123.0f);  // past nc: untouched
+                continue;
+              }
+              double expected = 0.0, bound = 0.0;
+              for (int64_t p = 0; p < k; ++p) {
+                const double term =
+                    static_cast<double>(x[i * ldx + p]) * panel[p * kPanelWidth + c];
+                expected += term;
+                bound += std::abs(term);
+              }
+              ASSERT_NEAR(y[i * ldy + c], expected, 1e-5 * bound + 1e-7);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(IsaKernels, GemmTileMatchesReference) {
   for (Isa isa : supported_isas()) {
     const IsaKernels& kernels = isa_kernels(isa);

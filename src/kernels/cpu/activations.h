@@ -3,11 +3,14 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/isa.h"
+
 namespace lm::kernels {
 
-// out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) in fp32 as torch computes it.
-// out may alias gate or up.
-void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+// out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) in fp32 (the scalar table computes it
+// as torch does; the vector tables with a polynomial exp, relative error < 3e-7). out may alias
+// gate or up.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa = best_isa());
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);

@@ -9,19 +9,15 @@
 // whichever vector width runs it (every width executes the same operations per lane), so
 // attention stays batch-invariant. Rows may see different numbers of positions (causal prefill):
 // positions past a row's own are masked out of its max, weights and sums.
-// The template and the vector policies below are instantiated only in the per-ISA kernel files
-// (each policy exists only where its instructions are enabled); everything is `static` or
-// internal for the reason kernels_avx2.cc gives.
+// The template is instantiated only in the per-ISA kernel files with a lane_math.h policy;
+// it is `static` for the reason kernels_avx2.cc gives.
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
+#include "kernels/cpu/lane_math.h"
 
 namespace lm::kernels {
 
@@ -33,26 +29,6 @@ inline constexpr int64_t kAttentionMaxRows = 16;
 }  // namespace lm::kernels
 
 namespace lm::kernels::attention_rows {
-
-// exp(x) for x <= 0 (scores minus their running max): x = n ln2 + r with |r| <= ln2 / 2, a
-// degree-6 Taylor polynomial for e^r (relative error < 2e-7), times 2^n built in the exponent
-// bits. x is clamped at -87 so 2^n stays a normal number: e^-87 ~ 1.6e-38 stands in for anything
-// smaller (a weight that small never shows in an fp32 sum of weights >= 1).
-template <typename V>
-static inline typename V::Reg exp_nonpositive(typename V::Reg x) {
-  x = V::max(x, V::set1(-87.0f));
-  const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
-  auto r = V::fnmadd(n, V::set1(0.693145751953125f), x);  // ln2, high bits (exact product)
-  r = V::fnmadd(n, V::set1(1.42860682030941723e-6f), r);  // ln2, low bits
-  auto p = V::set1(1.0f / 720.0f);
-  p = V::fmadd(p, r, V::set1(1.0f / 120.0f));
-  p = V::fmadd(p, r, V::set1(1.0f / 24.0f));
-  p = V::fmadd(p, r, V::set1(1.0f / 6.0f));
-  p = V::fmadd(p, r, V::set1(0.5f));
-  p = V::fmadd(p, r, V::set1(1.0f));
-  p = V::fmadd(p, r, V::set1(1.0f));
-  return V::mul(p, V::pow2(n));
-}
 
 // Floats of scratch attend_rows needs for head_dim.
 inline int64_t scratch_floats(int64_t head_dim) {
@@ -124,15 +100,16 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
     // are still zero); rows whose max did not grow multiply by exactly 1.
     const auto grew = V::less(running_max, tile_max);
     const Reg correction =
-        V::select(grew, exp_nonpositive<V>(V::sub(running_max, tile_max)), V::set1(1.0f));
+        V::select(grew, lanes::exp_nonpositive<V>(V::sub(running_max, tile_max)), V::set1(1.0f));
     running_max = V::max(running_max, tile_max);
     for (int64_t d = 0; d < head_dim; ++d)
       V::store(acc_t + d * L, V::mul(V::load(acc_t + d * L), correction));
     denominator = V::mul(denominator, correction);
     for (j = 0; j < tile; ++j) {
       const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit);
-      const Reg w = V::select(
-          valid, exp_nonpositive<V>(V::sub(V::load(weights + j * L), running_max)), V::zero());
+      const Reg w =
+          V::select(valid, lanes::exp_nonpositive<V>(V::sub(V::load(weights + j * L), running_max)),
+                    V::zero());
       V::store(weights + j * L, w);
       denominator = V::add(denominator, w);
     }
@@ -165,117 +142,4 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
   }
 }
 
-// ---- Vector policies: one lane per query row ----
-// In an unnamed namespace: each per-ISA file must get its own copy of these inline functions
-// (an external-linkage copy compiled with AVX-512 could otherwise serve the AVX2 table).
-namespace {
-
-// One lane of plain C++ (the scalar table).
-struct Scalar {
-  using Reg = float;
-  using Mask = bool;
-  static constexpr int kLanes = 1;
-  static Reg zero() { return 0.0f; }
-  static Reg set1(float x) { return x; }
-  static Reg load(const float* p) { return *p; }
-  static void store(float* p, Reg x) { *p = x; }
-  static Reg add(Reg a, Reg b) { return a + b; }
-  static Reg sub(Reg a, Reg b) { return a - b; }
-  static Reg mul(Reg a, Reg b) { return a * b; }
-  static Reg div(Reg a, Reg b) { return a / b; }
-  static Reg fmadd(Reg a, Reg b, Reg c) { return std::fma(a, b, c); }
-  static Reg fnmadd(Reg a, Reg b, Reg c) { return std::fma(-a, b, c); }
-  static Reg max(Reg a, Reg b) { return a > b ? a : b; }
-  static Reg round_nearest(Reg x) { return std::nearbyint(x); }
-  static Reg pow2(Reg n) { return std::ldexp(1.0f, static_cast<int>(n)); }
-  static Mask less(Reg a, Reg b) { return a < b; }
-  static Reg select(Mask m, Reg a, Reg b) { return m ? a : b; }
-};
-
-#if defined(__AVX2__) && defined(__FMA__)
-// Four lanes (decode: a GQA group of a few heads).
-struct Xmm {
-  using Reg = __m128;
-  using Mask = __m128;
-  static constexpr int kLanes = 4;
-  static Reg zero() { return _mm_setzero_ps(); }
-  static Reg set1(float x) { return _mm_set1_ps(x); }
-  static Reg load(const float* p) { return _mm_loadu_ps(p); }
-  static void store(float* p, Reg x) { _mm_storeu_ps(p, x); }
-  static Reg add(Reg a, Reg b) { return _mm_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm_mul_ps(a, b); }
-  static Reg div(Reg a, Reg b) { return _mm_div_ps(a, b); }
-  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm_fmadd_ps(a, b, c); }
-  static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm_fnmadd_ps(a, b, c); }
-  static Reg max(Reg a, Reg b) { return _mm_max_ps(a, b); }
-  static Reg round_nearest(Reg x) {
-    return _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  static Reg pow2(Reg n) {
-    return _mm_castsi128_ps(
-        _mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23));
-  }
-  static Mask less(Reg a, Reg b) { return _mm_cmp_ps(a, b, _CMP_LT_OQ); }
-  static Reg select(Mask m, Reg a, Reg b) { return _mm_blendv_ps(b, a, m); }
-};
-
-// Eight lanes (the AVX2 table's prefill rows).
-struct Ymm {
-  using Reg = __m256;
-  using Mask = __m256;
-  static constexpr int kLanes = 8;
-  static Reg zero() { return _mm256_setzero_ps(); }
-  static Reg set1(float x) { return _mm256_set1_ps(x); }
-  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Reg x) { _mm256_storeu_ps(p, x); }
-  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
-  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
-  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
-  static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm256_fnmadd_ps(a, b, c); }
-  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
-  static Reg round_nearest(Reg x) {
-    return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  static Reg pow2(Reg n) {
-    return _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
-  }
-  static Mask less(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
-  static Reg select(Mask m, Reg a, Reg b) { return _mm256_blendv_ps(b, a, m); }
-};
-#endif
-
-#if defined(__AVX512F__)
-// Sixteen lanes (the AVX-512 table's prefill rows).
-struct Zmm {
-  using Reg = __m512;
-  using Mask = __mmask16;
-  static constexpr int kLanes = 16;
-  static Reg zero() { return _mm512_setzero_ps(); }
-  static Reg set1(float x) { return _mm512_set1_ps(x); }
-  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Reg x) { _mm512_storeu_ps(p, x); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
-  static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
-  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
-  static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm512_fnmadd_ps(a, b, c); }
-  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
-  static Reg round_nearest(Reg x) {
-    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  static Reg pow2(Reg n) {
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
-  }
-  static Mask less(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
-  static Reg select(Mask m, Reg a, Reg b) { return _mm512_mask_blend_ps(m, b, a); }
-};
-#endif
-
-}  // namespace
 }  // namespace lm::kernels::attention_rows

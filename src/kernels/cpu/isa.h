@@ -13,6 +13,9 @@ bool isa_supported(Isa isa);
 Isa best_isa();
 const char* isa_name(Isa isa);
 
+// Columns of a gemm_panel panel (one 512-bit register of fp32).
+inline constexpr int64_t kPanelWidth = 16;
+
 enum class RowFormat;
 struct BlockQ8Act;
 
@@ -29,6 +32,14 @@ struct IsaKernels {
   // on fp32 rows that are already hot in cache.
   void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
                     int64_t k, float* y, int64_t ldy);
+  // y[i * ldy + c] = dot(x + i * ldx, column c of `panel`) for i < m, c < nc (<= kPanelWidth):
+  // a GEMM against kPanelWidth weight rows stored k-major (panel[p * kPanelWidth + c]), so each
+  // step is broadcast-x times a row of the panel and no horizontal sums remain. Null in tables
+  // without it (then matmul uses gemm_tile).
+  void (*gemm_panel)(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t nc,
+                     int64_t k, float* y, int64_t ldy);
+  // out[i] = silu(gate[i]) * up[i] (activations.h).
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   // The int8 activation path (int8_dot.h): quantize an fp32 row to int8 blocks, and the integer
   // dot of a GGML block-format row with such a row.
   void (*quantize_row_q8_act)(const float* x, BlockQ8Act* dst, int64_t k);

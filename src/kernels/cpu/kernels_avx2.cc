@@ -312,33 +312,29 @@ void attend_rows(const float* const* q_rows, float* const* out_rows, const int64
                  int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                  int64_t head_dim, float scale, float* scratch) {
   if (num_rows <= 4) {
-    attention_rows::attend<attention_rows::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v,
-                                                offsets, head_dim, scale, scratch);
+    attention_rows::attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
+                                       head_dim, scale, scratch);
     return;
   }
   for (int64_t r0 = 0; r0 < num_rows; r0 += 8) {
-    attention_rows::attend<attention_rows::Ymm>(q_rows + r0, out_rows + r0, num_positions + r0,
-                                                std::min<int64_t>(8, num_rows - r0), k, v, offsets,
-                                                head_dim, scale, scratch);
+    attention_rows::attend<lanes::Ymm>(q_rows + r0, out_rows + r0, num_positions + r0,
+                                       std::min<int64_t>(8, num_rows - r0), k, v, offsets, head_dim,
+                                       scale, scratch);
   }
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  lanes::silu_mul<lanes::Ymm>(gate, up, out, n);
 }
 
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,
-                                       axpy_f32,
-                                       scale_f32,
-                                       dequantize_row,
-                                       dot_row,
-                                       gemm_tile,
-                                       quantize_row_q8_act_avx2,
-                                       dot_row_q8_avx2,
-                                       dot_rows_q8_avx2,
-                                       nullptr,
-                                       nullptr,
-                                       nullptr,
-                                       attend_rows};
+  static constexpr IsaKernels kKernels{dot_f32,         axpy_f32,         scale_f32,
+                                       dequantize_row,  dot_row,          gemm_tile,
+                                       nullptr,         silu_mul,         quantize_row_q8_act_avx2,
+                                       dot_row_q8_avx2, dot_rows_q8_avx2, nullptr,
+                                       nullptr,         nullptr,          attend_rows};
   return kKernels;
 }
 

@@ -90,18 +90,50 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
   for (; i < m; ++i) gemm_rows<1>(x + i * ldx, ldx, w, ldw, n, k, y + i * ldy, ldy);
 }
 
+// MR rows of x against a k-major panel of kPanelWidth columns: one panel load and MR broadcast
+// FMAs per step, MR independent accumulators (12 hide the FMA latency), no horizontal sums.
+template <int MR>
+void panel_micro(const float* x, int64_t ldx, const float* panel, int64_t k, float* y, int64_t ldy,
+                 __mmask16 columns) {
+  __m512 acc[MR];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 w = _mm512_loadu_ps(panel + p * kPanelWidth);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[i * ldx + p]), w, acc[i]);
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * ldy, columns, acc[i]);
+}
+
+void gemm_panel(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t nc, int64_t k,
+                float* y, int64_t ldy) {
+  const auto columns = static_cast<__mmask16>((1u << nc) - 1u);
+  int64_t i = 0;
+  for (; i + 12 <= m; i += 12)
+    panel_micro<12>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, columns);
+  for (; i + 4 <= m; i += 4) panel_micro<4>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, columns);
+  for (; i < m; ++i) panel_micro<1>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, columns);
+}
+
 // Up to four rows (a decode step's GQA group) in 128-bit lanes, more in 512-bit ones: the same
 // operations per lane, so the same bits.
 void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
                  int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                  int64_t head_dim, float scale, float* scratch) {
   if (num_rows <= 4) {
-    attention_rows::attend<attention_rows::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v,
-                                                offsets, head_dim, scale, scratch);
+    attention_rows::attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
+                                       head_dim, scale, scratch);
   } else {
-    attention_rows::attend<attention_rows::Zmm>(q_rows, out_rows, num_positions, num_rows, k, v,
-                                                offsets, head_dim, scale, scratch);
+    attention_rows::attend<lanes::Zmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
+                                       head_dim, scale, scratch);
   }
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  lanes::silu_mul<lanes::Zmm>(gate, up, out, n);
 }
 
 }  // namespace
@@ -110,6 +142,8 @@ const IsaKernels& avx512_kernels() {
   static const IsaKernels kKernels = [] {
     IsaKernels kernels = avx2_kernels();
     kernels.gemm_tile = gemm_tile;
+    kernels.gemm_panel = gemm_panel;
+    kernels.silu_mul = silu_mul;
     kernels.attend_rows = attend_rows;
     return kernels;
   }();

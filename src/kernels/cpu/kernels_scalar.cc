@@ -1,5 +1,6 @@
 // Scalar reference inner loops: the plain-C++ definition of every per-ISA kernel, and the
 // fallback on CPUs without AVX2. Written for clarity; other ISAs are tested against these.
+#include <cmath>
 #include <cstdint>
 
 #include "base/check.h"
@@ -199,8 +200,17 @@ void attend_rows(const float* const* q_rows, float* const* out_rows, const int64
                  int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                  int64_t head_dim, float scale, float* scratch) {
   for (int64_t r = 0; r < num_rows; ++r) {
-    attention_rows::attend<attention_rows::Scalar>(q_rows + r, out_rows + r, num_positions + r, 1,
-                                                   k, v, offsets, head_dim, scale, scratch);
+    attention_rows::attend<lanes::Scalar>(q_rows + r, out_rows + r, num_positions + r, 1, k, v,
+                                          offsets, head_dim, scale, scratch);
+  }
+}
+
+// torch's CPU formula, x / (1 + exp(-x)), with libm's exp: the reference for the vector
+// versions.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
 }
 
@@ -213,6 +223,8 @@ const IsaKernels& scalar_kernels() {
                                        dequantize_row,
                                        dot_row,
                                        gemm_tile,
+                                       nullptr,
+                                       silu_mul,
                                        quantize_row_q8_act_scalar,
                                        dot_row_q8_scalar,
                                        dot_rows_q8_scalar,

@@ -17,6 +17,38 @@ constexpr int64_t kTileRows = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
+// Float prefill where the ISA has gemm_panel: each thread converts kPanelWidth weight rows at a
+// time to fp32 and stores them k-major (a panel), then runs every X row against the panel, so
+// each weight row is converted once per call and the GEMM needs no horizontal sums.
+void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
+                   float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
+                   const IsaKernels& kernels) {
+  pool.parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> rows, panel;
+        rows.resize(static_cast<size_t>(kPanelWidth * k));
+        panel.resize(static_cast<size_t>(kPanelWidth * k));
+        for (int64_t n0 = begin; n0 < end; n0 += kPanelWidth) {
+          const int64_t nt = std::min(kPanelWidth, end - n0);
+          for (int64_t r = 0; r < nt; ++r)
+            kernels.dequantize_row(format, w_bytes + (n0 + r) * w_row_bytes, rows.data() + r * k,
+                                   k);
+          for (int64_t p = 0; p < k; ++p) {
+            float* column = panel.data() + p * kPanelWidth;
+            for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = r < nt ? rows[r * k + p] : 0.0f;
+          }
+          kernels.gemm_panel(x, k, m, panel.data(), nt, k, y + n0, n);
+        }
+        if (bias) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = begin; j < end; ++j) y[i * n + j] += bias[j];
+          }
+        }
+      },
+      kPanelWidth);
+}
+
 // The tiled int8 GEMM (int8_tiles.h): the quantized X rows prepared once per call, then each
 // thread's share of W rows against blocks of X rows that stay hot in cache.
 void matmul_int8_tiled(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes,
@@ -129,6 +161,11 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
           }
         },
         kTileRows);
+    return;
+  }
+
+  if (kernels.gemm_panel != nullptr) {
+    matmul_panels(format, w_bytes, w_row_bytes, x, y, m, n, k, pool, bias, kernels);
     return;
   }
 
