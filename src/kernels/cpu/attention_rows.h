@@ -142,4 +142,25 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
   }
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+// The vector tables' attend_rows: up to four rows (a decode step's GQA group) in 128-bit lanes,
+// more in chunks of Wide's lanes. Every width runs the same operations per lane, so the same bits.
+template <typename Wide>
+static void attend_any(const float* const* q_rows, float* const* out_rows,
+                       const int64_t* num_positions, int64_t num_rows, const float* k,
+                       const float* v, const int64_t* offsets, int64_t head_dim, float scale,
+                       float* scratch) {
+  if (num_rows <= 4) {
+    attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets, head_dim, scale,
+                       scratch);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < num_rows; r0 += Wide::kLanes) {
+    attend<Wide>(q_rows + r0, out_rows + r0, num_positions + r0,
+                 std::min<int64_t>(Wide::kLanes, num_rows - r0), k, v, offsets, head_dim, scale,
+                 scratch);
+  }
+}
+#endif
+
 }  // namespace lm::kernels::attention_rows

@@ -307,20 +307,11 @@ void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t l
   }
 }
 
-// Up to four rows (a decode step's GQA group) in 128-bit lanes, more in 256-bit ones.
 void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
                  int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                  int64_t head_dim, float scale, float* scratch) {
-  if (num_rows <= 4) {
-    attention_rows::attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
-                                       head_dim, scale, scratch);
-    return;
-  }
-  for (int64_t r0 = 0; r0 < num_rows; r0 += 8) {
-    attention_rows::attend<lanes::Ymm>(q_rows + r0, out_rows + r0, num_positions + r0,
-                                       std::min<int64_t>(8, num_rows - r0), k, v, offsets, head_dim,
-                                       scale, scratch);
-  }
+  attention_rows::attend_any<lanes::Ymm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
+                                         head_dim, scale, scratch);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {

@@ -118,18 +118,11 @@ void gemm_panel(const float* x, int64_t ldx, int64_t m, const float* panel, int6
   for (; i < m; ++i) panel_micro<1>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, columns);
 }
 
-// Up to four rows (a decode step's GQA group) in 128-bit lanes, more in 512-bit ones: the same
-// operations per lane, so the same bits.
 void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
                  int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                  int64_t head_dim, float scale, float* scratch) {
-  if (num_rows <= 4) {
-    attention_rows::attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
-                                       head_dim, scale, scratch);
-  } else {
-    attention_rows::attend<lanes::Zmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
-                                       head_dim, scale, scratch);
-  }
+  attention_rows::attend_any<lanes::Zmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
+                                         head_dim, scale, scratch);
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
