@@ -136,47 +136,6 @@ void prepare_row(Traits t, const BlockQ8Act* xq, int64_t steps, PreparedStep* ou
 
 // ---- Weights: one row's step s as unsigned bytes u, per-lane scale dw and minimum mw ----
 
-template <RowFormat F>
-struct WeightRow;
-
-template <>
-struct WeightRow<RowFormat::kQ8_0> {
-  const uint8_t* row;
-  void step(int64_t s, __m512i& u, __m512& dw, __m512&) {
-    const uint8_t* b = row + s * 68;
-    const __m512i w =
-        _mm512_inserti64x4(_mm512_zextsi256_si512(load256(b + 2)), load256(b + 36), 1);
-    u = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
-    dw = _mm512_permutexvar_ps(lane_blocks(Order::kBlocks), f16_pair(b, b + 34));
-  }
-};
-
-template <>
-struct WeightRow<RowFormat::kQ4_0> {
-  const uint8_t* row;
-  void step(int64_t s, __m512i& u, __m512& dw, __m512&) {
-    const uint8_t* b = row + s * 36;
-    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 20),
-                                               reinterpret_cast<const __m128i*>(b + 2));
-    u = split_nibbles(packed);
-    dw = _mm512_permutexvar_ps(lane_blocks(Order::kNibbleHalves), f16_pair(b, b + 18));
-  }
-};
-
-template <>
-struct WeightRow<RowFormat::kQ4_1> {
-  const uint8_t* row;
-  void step(int64_t s, __m512i& u, __m512& dw, __m512& mw) {
-    const uint8_t* b = row + s * 40;
-    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 24),
-                                               reinterpret_cast<const __m128i*>(b + 4));
-    u = split_nibbles(packed);
-    const __m512i blocks = lane_blocks(Order::kNibbleHalves);
-    dw = _mm512_permutexvar_ps(blocks, f16_pair(b, b + 20));
-    mw = _mm512_permutexvar_ps(blocks, f16_pair(b + 2, b + 22));
-  }
-};
-
 // The fifth bits of two Q5 blocks (bit i of a block's 32-bit qh is element i's) as a byte mask in
 // the kNibbleHalves order: b0[0, 16), b1[0, 16), b0[16, 32), b1[16, 32).
 static inline __m512i q5_high_bits(const uint8_t* qh0, const uint8_t* qh1) {
@@ -188,29 +147,52 @@ static inline __m512i q5_high_bits(const uint8_t* qh0, const uint8_t* qh1) {
   return _mm512_maskz_mov_epi8(static_cast<__mmask64>(bits), _mm512_set1_epi8(16));
 }
 
-template <>
-struct WeightRow<RowFormat::kQ5_0> {
+// Where the fields of a 32-element nibble block sit (GGML's layouts): fp16 d at 0, an fp16
+// minimum (Q4_1, Q5_1), the 32 fifth bits (Q5_0, Q5_1), then 16 bytes of nibbles. -1: absent.
+struct NibbleBlock {
+  int64_t bytes, min, qh, qs;
+};
+
+constexpr NibbleBlock nibble_block(RowFormat format) {
+  switch (format) {
+    case RowFormat::kQ4_0:
+      return {18, -1, -1, 2};
+    case RowFormat::kQ4_1:
+      return {20, 2, -1, 4};
+    case RowFormat::kQ5_0:
+      return {22, -1, 2, 6};
+    default:  // kQ5_1
+      return {24, 2, 4, 8};
+  }
+}
+
+// Q4_0, Q4_1, Q5_0, Q5_1 (the other formats are specialised below): two blocks per step.
+template <RowFormat F>
+struct WeightRow {
   const uint8_t* row;
-  void step(int64_t s, __m512i& u, __m512& dw, __m512&) {
-    const uint8_t* b = row + s * 44;
-    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 28),
-                                               reinterpret_cast<const __m128i*>(b + 6));
-    u = _mm512_or_si512(split_nibbles(packed), q5_high_bits(b + 2, b + 24));
-    dw = _mm512_permutexvar_ps(lane_blocks(Order::kNibbleHalves), f16_pair(b, b + 22));
+  void step(int64_t s, __m512i& u, __m512& dw, __m512& mw) {
+    constexpr NibbleBlock kB = nibble_block(F);
+    const uint8_t* b = row + s * 2 * kB.bytes;
+    const uint8_t* b1 = b + kB.bytes;
+    u = split_nibbles(_mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b1 + kB.qs),
+                                          reinterpret_cast<const __m128i*>(b + kB.qs)));
+    if constexpr (kB.qh >= 0) u = _mm512_or_si512(u, q5_high_bits(b + kB.qh, b1 + kB.qh));
+    const __m512i blocks = lane_blocks(Order::kNibbleHalves);
+    dw = _mm512_permutexvar_ps(blocks, f16_pair(b, b1));
+    if constexpr (kB.min >= 0)
+      mw = _mm512_permutexvar_ps(blocks, f16_pair(b + kB.min, b1 + kB.min));
   }
 };
 
 template <>
-struct WeightRow<RowFormat::kQ5_1> {
+struct WeightRow<RowFormat::kQ8_0> {
   const uint8_t* row;
-  void step(int64_t s, __m512i& u, __m512& dw, __m512& mw) {
-    const uint8_t* b = row + s * 48;
-    const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 32),
-                                               reinterpret_cast<const __m128i*>(b + 8));
-    u = _mm512_or_si512(split_nibbles(packed), q5_high_bits(b + 4, b + 28));
-    const __m512i blocks = lane_blocks(Order::kNibbleHalves);
-    dw = _mm512_permutexvar_ps(blocks, f16_pair(b, b + 24));
-    mw = _mm512_permutexvar_ps(blocks, f16_pair(b + 2, b + 26));
+  void step(int64_t s, __m512i& u, __m512& dw, __m512&) {
+    const uint8_t* b = row + s * 68;
+    const __m512i w =
+        _mm512_inserti64x4(_mm512_zextsi256_si512(load256(b + 2)), load256(b + 36), 1);
+    u = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+    dw = _mm512_permutexvar_ps(lane_blocks(Order::kBlocks), f16_pair(b, b + 34));
   }
 };
 
