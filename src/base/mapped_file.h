@@ -27,6 +27,11 @@ class MappedFile {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
 
+  // Takes the pages that lie wholly inside [p, p + bytes), part of some MappedFile, out of the
+  // process's resident memory (madvise DONTNEED): for data that was copied elsewhere. The
+  // mapping stays valid; a later read brings the pages back from the file.
+  static void drop_pages(const void* p, size_t bytes);
+
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "base/mapped_file.h"
 #include "loader/gguf_file.h"
 #include "model/rope_frequencies.h"
 #include "ops/layers.h"
@@ -82,6 +84,34 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
   }
   LM_ASSIGN_OR_RETURN(model->weights_, bind_llama_weights(model->config_, model->store_, naming));
   return model;
+}
+
+void LlamaModel::set_int8_activations(bool on) {
+  LM_CHECK_MSG(on || interleaved_.empty(),
+               "int8 activations are fixed once weights are interleaved");
+  int8_activations_ = on;
+  if (on && interleaved_.empty()) interleave_weights();
+}
+
+void LlamaModel::interleave_weights() {
+  // A tied LM head shares the embedding table, which the embedding lookup reads in rows: the head
+  // gets an interleaved copy and the table's mapped pages stay.
+  const void* table = weights_.embed_tokens.data;
+  auto interleave = [&](Tensor& w) {
+    Buffer storage;
+    std::optional<Tensor> packed = ops::interleave_for_cpu(w, storage);
+    if (!packed) return;
+    if (gguf_ != nullptr && w.data != table)
+      MappedFile::drop_pages(w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
+    w = *packed;
+    interleaved_.push_back(std::move(storage));
+  };
+  for (LlamaLayerWeights& layer : weights_.layers) {
+    for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
+                      &layer.up_proj, &layer.down_proj})
+      interleave(*w);
+  }
+  interleave(weights_.lm_head);
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

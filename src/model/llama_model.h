@@ -35,9 +35,14 @@ class LlamaModel {
 
   const ModelConfig& config() const { return config_; }
 
-  // Compute Linears with Q8_0/Q4_0/Q4_1 weights on int8-quantized activations (llama.cpp's
+  // Compute Linears with GGML block-format weights on int8-quantized activations (llama.cpp's
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
-  void set_int8_activations(bool on) { int8_activations_ = on; }
+  // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way
+  // (ops::interleave_for_cpu) and hands the mapped file's copies of them back to the kernel, so
+  // it cannot be turned off again once weights are interleaved.
+  void set_int8_activations(bool on);
+  // How many weight matrices are stored interleaved.
+  int64_t num_interleaved_weights() const { return static_cast<int64_t>(interleaved_.size()); }
   bool int8_activations() const { return int8_activations_; }
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
@@ -60,11 +65,13 @@ class LlamaModel {
   };
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);
+  void interleave_weights();
 
   ModelConfig config_;
   std::shared_ptr<const GgufFile> gguf_;
   WeightStore store_;
   LlamaWeights weights_;
+  std::vector<Buffer> interleaved_;  // the interleaved copies weights_ points into
   Workspace ws_;
   bool int8_activations_ = false;
 };

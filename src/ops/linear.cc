@@ -1,5 +1,6 @@
 #include "ops/linear.h"
 
+#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
 
@@ -57,11 +58,29 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
     LM_CHECK(bias.dtype == DType::kF32 && bias.numel() == n);
     bias_data = bias.as<float>();
   }
+  if (w.layout == WeightLayout::kInterleaved8) {
+    kernels::matmul_interleaved(checked_format(w), w.data, x.as<float>(), y.as<float>(), m, n, k,
+                                pool, bias_data);
+    return;
+  }
   kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
                   pool, bias_data, kernels::best_isa(), quantize_activations);
 }
 
+std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
+  const auto format = row_format(w.dtype);
+  if (!format || w.device != Device::kCpu || w.rank() != 2 || w.layout != WeightLayout::kRows ||
+      !kernels::has_interleaved_matmul() || !kernels::can_interleave(*format, w.dim(0), w.dim(1)))
+    return std::nullopt;
+  storage = Buffer(w.shape, w.dtype);
+  Tensor packed = storage.view();
+  kernels::interleave_rows(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), packed.data);
+  packed.layout = WeightLayout::kInterleaved8;
+  return packed;
+}
+
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {
+  LM_CHECK(table.layout == WeightLayout::kRows);
   LM_CHECK(table.rank() == 2 && out.rank() == 2 && out.dtype == DType::kF32);
   const int64_t rows = table.dim(0), k = table.dim(1);
   LM_CHECK(out.dim(0) == num_ids && out.dim(1) == k);
@@ -74,6 +93,7 @@ void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor&
 }
 
 std::vector<float> to_f32(const Tensor& t) {
+  LM_CHECK(t.layout == WeightLayout::kRows);
   std::vector<float> out(static_cast<size_t>(t.numel()));
   const int64_t k = t.shape.back();
   const int64_t rows = t.numel() / k;

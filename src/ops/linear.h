@@ -6,6 +6,7 @@
 #include "base/thread_pool.h"
 #include "tensor/tensor.h"
 
+#include <optional>
 #include <vector>
 
 namespace lm::ops {
@@ -14,10 +15,17 @@ namespace lm::ops {
 bool supports_weight_dtype(DType dtype);
 
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
-// quantize_activations: for Q8_0/Q4_0/Q4_1 weights, x is quantized to int8 blocks and the dots
-// are integer (llama.cpp's numerics); ignored for other dtypes.
+// quantize_activations: for GGML block-format weights, x is quantized to int8 blocks and the dots
+// are integer (llama.cpp's numerics); ignored for other dtypes. Interleaved weights
+// (interleave_for_cpu) always take the int8 path.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations = false);
+
+// When this CPU has the int8 GEMM over interleaved rows and w's dtype and shape allow it
+// (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q4_K with rows a multiple of 8): w's rows
+// interleaved into `storage` (same bytes), and a view of them with layout kInterleaved8, valid
+// while `storage` lives. Otherwise nullopt. Only linear() reads interleaved weights.
+std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
 
 // out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out);

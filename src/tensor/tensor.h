@@ -19,11 +19,16 @@ using Shape = std::vector<int64_t>;
 std::string shape_string(const Shape& shape);
 int64_t num_elements(const Shape& shape);
 
+// How a 2-D weight's rows are stored: one after another, or interleaved 8 at a time for the
+// CPU's int8 GEMM (kernels/cpu/interleaved_rows.h; only ops::linear reads those).
+enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
+
 struct Tensor {
   DType dtype = DType::kF32;
   Shape shape;
   void* data = nullptr;
   Device device = Device::kCpu;
+  WeightLayout layout = WeightLayout::kRows;
 
   bool empty() const { return data == nullptr; }
   int rank() const { return static_cast<int>(shape.size()); }

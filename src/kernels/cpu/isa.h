@@ -63,6 +63,12 @@ struct IsaKernels {
                       const int64_t* num_positions, int64_t num_rows, const float* k,
                       const float* v, const int64_t* offsets, int64_t head_dim, float scale,
                       float* scratch);
+  // The int8 GEMM over interleaved weight rows (int8_interleaved.h), where an ISA has one:
+  // activation preparation and the GEMM. Null in tables without it (then weights stay in rows).
+  void (*int8_interleaved_prepare)(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
+                                   void* dst) = nullptr;
+  void (*int8_interleaved_gemm)(RowFormat format, const void* w, int64_t n, const void* x,
+                                int64_t m, int64_t k, float* y, int64_t ldy) = nullptr;
 };
 
 // LM_CHECKs that the ISA is supported.

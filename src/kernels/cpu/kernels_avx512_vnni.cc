@@ -5,6 +5,7 @@
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/int8_tiles.h"
 #include "kernels/cpu/isa.h"
 
@@ -62,6 +63,8 @@ const IsaKernels& avx512_vnni_kernels() {
     kernels.int8_tile_row_bytes = int8_tile_row_bytes_vnni;
     kernels.int8_tile_prepare = int8_tile_prepare_vnni;
     kernels.int8_tile_gemm = int8_tile_gemm_vnni;
+    kernels.int8_interleaved_prepare = int8_interleaved_prepare_vnni;
+    kernels.int8_interleaved_gemm = int8_interleaved_gemm_vnni;
     return kernels;
   }();
   return kKernels;

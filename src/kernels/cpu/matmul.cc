@@ -8,6 +8,8 @@
 
 #include "base/check.h"
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/int8_interleaved.h"
+#include "kernels/cpu/interleaved_rows.h"
 
 namespace lm::kernels {
 namespace {
@@ -88,11 +90,9 @@ void matmul_int8_tiled(RowFormat format, const uint8_t* w_bytes, int64_t w_row_b
       kTileRows);
 }
 
-// X rows quantized to int8 once per call, then one integer dot per (X row, W row): W rows are
-// swept once per block of X rows that stays hot in cache.
-void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
-                 float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
-                 const IsaKernels& kernels) {
+// The m rows of X quantized to int8 blocks (k / 32 per row) in a per-thread buffer.
+BlockQ8Act* quantize_rows(const float* x, int64_t m, int64_t k, ThreadPool& pool,
+                          const IsaKernels& kernels) {
   const int64_t num_blocks = k / kQuantBlockSize;
   thread_local std::vector<BlockQ8Act> xq;
   xq.resize(static_cast<size_t>(m * num_blocks));
@@ -105,6 +105,16 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
         kernels.quantize_row_q8_act(x + i * k, xq_data + i * num_blocks, k);
     });
   }
+  return xq_data;
+}
+
+// X rows quantized to int8 once per call, then one integer dot per (X row, W row): W rows are
+// swept once per block of X rows that stays hot in cache.
+void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
+                 float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
+                 const IsaKernels& kernels) {
+  const int64_t num_blocks = k / kQuantBlockSize;
+  BlockQ8Act* xq_data = quantize_rows(x, m, k, pool, kernels);
   if (kernels.int8_tile_row_bytes != nullptr) {
     if (const int64_t row_bytes = kernels.int8_tile_row_bytes(format, k); row_bytes > 0) {
       matmul_int8_tiled(format, w_bytes, w_row_bytes, xq_data, y, m, n, k, row_bytes, pool, bias,
@@ -134,6 +144,53 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
 }
 
 }  // namespace
+
+bool has_interleaved_matmul(Isa isa) {
+  return isa_supported(isa) && isa_kernels(isa).int8_interleaved_gemm != nullptr;
+}
+
+void matmul_interleaved(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                        int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+  LM_CHECK(m >= 0 && has_interleaved_matmul(isa) && can_interleave(format, n, k));
+  const IsaKernels& kernels = isa_kernels(isa);
+  const BlockQ8Act* xq = quantize_rows(x, m, k, pool, kernels);
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  const int64_t num_blocks = k / kQuantBlockSize;
+  const int64_t prepared_row_bytes = int8_interleaved_row_bytes(k);
+  thread_local std::vector<Line> prepared;
+  prepared.resize(static_cast<size_t>(m * prepared_row_bytes / 64));
+  auto* px = reinterpret_cast<uint8_t*>(prepared.data());
+  if (m == 1) {
+    kernels.int8_interleaved_prepare(xq, num_blocks, 1, k, px);
+  } else {
+    pool.parallel_for(m, [&](int64_t begin, int64_t end) {
+      kernels.int8_interleaved_prepare(xq + begin * num_blocks, num_blocks, end - begin, k,
+                                       px + begin * prepared_row_bytes);
+    });
+  }
+  const int64_t group_bytes = kInterleavedRows * row_bytes(format, k);
+  const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / prepared_row_bytes));
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  pool.parallel_for(
+      n / kInterleavedRows,
+      [&](int64_t begin, int64_t end) {
+        const int64_t j0 = begin * kInterleavedRows, j1 = end * kInterleavedRows;
+        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+          const int64_t m1 = std::min(m, m0 + m_block);
+          kernels.int8_interleaved_gemm(format, w_bytes + begin * group_bytes, j1 - j0,
+                                        px + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + j0,
+                                        n);
+        }
+        if (bias) {
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = j0; j < j1; ++j) y[i * n + j] += bias[j];
+          }
+        }
+      },
+      kTileRows / kInterleavedRows);
+}
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
             int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa,

@@ -18,4 +18,14 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
             int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
             Isa isa = best_isa(), bool quantize_activations = false);
 
+// True when `isa` has the int8 GEMM over interleaved weight rows (interleaved_rows.h).
+bool has_interleaved_matmul(Isa isa = best_isa());
+
+// The same product for W stored as n interleaved rows (interleave_rows; can_interleave(format, n,
+// k)), always with int8-quantized activations. Work is split over groups of 8 rows. Requires
+// has_interleaved_matmul(isa).
+void matmul_interleaved(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                        int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
+                        Isa isa = best_isa());
+
 }  // namespace lm::kernels

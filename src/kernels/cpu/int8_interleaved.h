@@ -1,0 +1,29 @@
+// The int8 GEMM over interleaved weight rows (interleaved_rows.h) on AVX-512 VNNI: one 512-bit
+// vpdpbusd takes 8 quant bytes of each of 8 weight rows against the same 8 activations
+// (broadcast), so a block of 32 is four instructions for 8 rows, and the int32 sums are scaled
+// and accumulated once per block rather than per 64-element step. Per (weight row, activation
+// row) the operations are the same whatever the number of activation rows in a tile, so a row's
+// result does not depend on the batch it is in; decode (one activation row) and prefill share
+// the kernel.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+
+// Bytes of one prepared activation row of k elements (k a multiple of 32): 64 per block.
+inline constexpr int64_t int8_interleaved_row_bytes(int64_t k) { return k / 32 * 64; }
+
+// dst (64-byte aligned) = the m rows of xq (xq_stride blocks apart) prepared for the GEMM.
+void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
+                                   void* dst);
+
+// y[i * ldy + j] = dot(weight row j, activation row i) for i < m, j < n: w holds n interleaved
+// rows (can_interleave(format, n, k)), x the m rows prepared by int8_interleaved_prepare_vnni.
+void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, const void* x,
+                                int64_t m, int64_t k, float* y, int64_t ldy);
+
+}  // namespace lm::kernels

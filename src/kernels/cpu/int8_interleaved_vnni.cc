@@ -1,0 +1,288 @@
+// The interleaved int8 GEMM on AVX-512 VNNI (see int8_interleaved.h). Built with
+// -mavx512f/bw/vl/vnni and used only when cpuid reports them.
+//
+// A 512-bit weight word holds 8 bytes of each of 8 rows: int32 lane 2r covers row r's elements
+// 8c..8c+3 and lane 2r + 1 its elements 8c+4..8c+7 (c: the word's place in the block), so the
+// activations of word c are 8 bytes broadcast to every row. Weights become unsigned bytes (Q8_0:
+// xor 0x80, i.e. +128; nibbles already are) and the zero point z (128 for Q8_0, 8 for Q4_0) is
+// taken back through the int32 accumulator's start, -z * (sum of the lane's activations), which
+// the prepared activations carry for both lane halves. Per (8 weight rows, activation row,
+// block of 32):
+//   dot = vpdpbusd x 4 (words 0-3) from -z * half sums          exact in int32
+//   acc += (row scales per lane * activation scale) * float(dot)
+//   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q4_K)
+// and at the end row r's result is lane 2r + lane 2r + 1.
+// NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
+// external linkage: only internal-linkage helpers and intrinsics.
+#include "kernels/cpu/int8_interleaved.h"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+
+// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from themselves (GCC PR
+// 105593), which -Wuninitialized reports at every use; the warning is about the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/interleaved_rows.h"
+#include "kernels/cpu/kquant_blocks.h"
+
+namespace lm::kernels {
+namespace {
+
+constexpr int64_t kRows = kInterleavedRows;
+
+// One block of 32 of a prepared activation row (one cache line).
+struct alignas(64) PreparedBlock {
+  int8_t q[32];
+  float d;
+  // Lane half h of every word sees elements 8c + 4h + [0, 4) for c < 4: minus their sum, and d
+  // times their sum.
+  int32_t neg_sum[2];
+  float dsum[2];
+  uint8_t unused[12];
+};
+static_assert(sizeof(PreparedBlock) == 64);
+
+// How far ahead of the current block a streamed group is prefetched, as in int8_tiles_vnni.cc:
+// into L1 at 2 KiB and into L2 at 16 KiB.
+constexpr int64_t kPrefetchL1Bytes = 2048;
+constexpr int64_t kPrefetchL2Bytes = 16384;
+
+static inline __m512i broadcast8(const void* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+
+static inline __m512i load512(const uint8_t* p) {
+  return _mm512_loadu_si512(reinterpret_cast<const __m512i*>(p));
+}
+
+static inline __m256i load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// 8 fp16 values (one per row) as fp32.
+static inline __m256 f16x8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Lanes 2r and 2r + 1 take value r of v (lanes 0-7), or with `high` value 8 + r.
+static inline __m512 row_pairs(__m512 v, bool high = false) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_ps(high ? _mm512_add_epi32(idx, _mm512_set1_epi32(8)) : idx, v);
+}
+
+static inline __m512 concat(__m256 lo, __m256 hi) {
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+
+static inline void prefetch_ahead(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + o + kPrefetchL1Bytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + o + kPrefetchL2Bytes), _MM_HINT_T1);
+  }
+}
+
+// One block of 32 for 8 weight rows (words u[0..4), the rows' scales dw and minimums mw per
+// lane) against RX activation rows: x[i * x_stride] is row i's prepared block.
+template <int RX, int kZeroShift, bool kMin>
+static inline void accumulate(const __m512i (&u)[4], __m512 dw, __m512 mw, const PreparedBlock* x,
+                              int64_t x_stride, __m512 (&acc)[RX]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < RX; ++i) {
+    const PreparedBlock& p = x[i * x_stride];
+    __m512i dot = kZeroShift > 0 ? _mm512_slli_epi32(broadcast8(p.neg_sum), kZeroShift)
+                                 : _mm512_setzero_si512();
+    dot = _mm512_dpbusd_epi32(dot, u[0], broadcast8(p.q));
+    dot = _mm512_dpbusd_epi32(dot, u[1], broadcast8(p.q + 8));
+    dot = _mm512_dpbusd_epi32(dot, u[2], broadcast8(p.q + 16));
+    dot = _mm512_dpbusd_epi32(dot, u[3], broadcast8(p.q + 24));
+    acc[i] =
+        _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(p.d)), _mm512_cvtepi32_ps(dot), acc[i]);
+    if constexpr (kMin)
+      acc[i] = _mm512_fmadd_ps(mw, _mm512_castsi512_ps(broadcast8(p.dsum)), acc[i]);
+  }
+}
+
+// Bytes of one block of 32 for 8 rows.
+template <RowFormat F>
+constexpr int64_t kGroupBlockBytes = kRows*(F == RowFormat::kQ8_0   ? 34
+                                            : F == RowFormat::kQ4_0 ? 18
+                                                                    : 20);
+
+// Q8_0, Q4_0, Q4_1: blocks of 32.
+template <RowFormat F, int RX>
+void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
+  constexpr bool kMin = F == RowFormat::kQ4_1;
+  constexpr int kZeroShift = F == RowFormat::kQ8_0 ? 7 : F == RowFormat::kQ4_0 ? 3 : 0;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = g + b * kGroupBlockBytes<F>;
+    if constexpr (RX == 1) prefetch_ahead(block, kGroupBlockBytes<F>);
+    const __m512 dw = row_pairs(_mm512_castps256_ps512(f16x8(block)));
+    const __m512 mw = kMin ? row_pairs(_mm512_castps256_ps512(f16x8(block + 16))) : dw;
+    const uint8_t* qs = block + (kMin ? 32 : 16);
+    __m512i u[4];
+    if constexpr (F == RowFormat::kQ8_0) {
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+      for (int c = 0; c < 4; ++c) u[c] = _mm512_xor_si512(load512(qs + 64 * c), flip);
+    } else {
+      // Word 0 holds elements 0-7 (low nibbles) and 16-23 (high), word 1 8-15 and 24-31.
+      const __m512i a = load512(qs), b1 = load512(qs + 64);
+      u[0] = _mm512_and_si512(a, low4);
+      u[1] = _mm512_and_si512(b1, low4);
+      u[2] = _mm512_and_si512(_mm512_srli_epi16(a, 4), low4);
+      u[3] = _mm512_and_si512(_mm512_srli_epi16(b1, 4), low4);
+    }
+    accumulate<RX, kZeroShift, kMin>(u, dw, mw, x + b, blocks, acc);
+  }
+}
+
+// Q4_K: super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums.
+template <int RX>
+void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
+  constexpr int64_t kBytes = kRows * kquant::kQ4_KBytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
+    const uint8_t* block = g + sb * kBytes;
+    if constexpr (RX == 1) prefetch_ahead(block, kBytes);
+    // d for lanes 0-7 and -dmin for lanes 8-15, one row per lane.
+    const __m512 d = concat(f16x8(block), _mm256_sub_ps(_mm256_setzero_ps(), f16x8(block + 16)));
+    // The scale words of 8 rows (unpack_scales_k4, a row per 32-bit lane): byte t of `low` is
+    // group t's scale (lanes 0-7) and minimum (lanes 8-15); `high` has groups 4 + t.
+    const __m256i s0 = load256(block + 32), s1 = load256(block + 64), s2 = load256(block + 96);
+    const __m256i sc_hi =
+        _mm256_or_si256(_mm256_and_si256(s2, m0f), _mm256_and_si256(_mm256_srli_epi32(s0, 2), m30));
+    const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(s2, 4), m0f),
+                                          _mm256_and_si256(_mm256_srli_epi32(s1, 2), m30));
+    const __m512i low = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s0, m3f)),
+                                           _mm256_and_si256(s1, m3f), 1);
+    const __m512i high = _mm512_inserti64x4(_mm512_castsi256_si512(sc_hi), mn_hi, 1);
+    const uint8_t* qs = block + 128;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      // Words 4j..4j+3: low nibbles are group 2j, high nibbles group 2j + 1.
+      __m512i lo[4], hi[4];
+      for (int c = 0; c < 4; ++c) {
+        const __m512i w = load512(qs + 64 * (4 * j + c));
+        lo[c] = _mm512_and_si512(w, low4);
+        hi[c] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int group = 2 * j + h;
+        const __m512i bytes = _mm512_and_si512(
+            _mm512_srli_epi32(group < 4 ? low : high, static_cast<unsigned>(8 * (group % 4))),
+            _mm512_set1_epi32(0xff));
+        const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), d);
+        accumulate<RX, 0, true>(h == 0 ? lo : hi, row_pairs(scaled), row_pairs(scaled, true),
+                                x + sb * kquant::kGroups + group, blocks, acc);
+      }
+    }
+  }
+}
+
+// 8 weight rows (group g) against RX activation rows.
+template <RowFormat F, int RX>
+void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float* y, int64_t ldy) {
+  __m512 acc[RX];
+  for (int i = 0; i < RX; ++i) acc[i] = _mm512_setzero_ps();
+  if constexpr (F == RowFormat::kQ4_K) {
+    q4_k_tile<RX>(g, x, blocks, acc);
+  } else {
+    block_tile<F, RX>(g, x, blocks, acc);
+  }
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int i = 0; i < RX; ++i) {
+    // Swap neighbouring lanes and add: lane 2r holds row r's sum.
+    const __m512 pair_sums = _mm512_add_ps(acc[i], _mm512_permute_ps(acc[i], 0xb1));
+    _mm256_storeu_ps(y + i * ldy, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, pair_sums)));
+  }
+}
+
+// Every group against all m activation rows, 8 (then 4, 2, 1) at a time; a group's weights stay
+// in L1 while the activation rows stream past.
+template <RowFormat F>
+void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_t k, float* y,
+          int64_t ldy) {
+  const int64_t blocks = k / 32;
+  const int64_t group_bytes = kRows * row_bytes(F, k);
+  for (int64_t g = 0; g < n / kRows; ++g) {
+    const uint8_t* wg = w + g * group_bytes;
+    float* yg = y + g * kRows;
+    int64_t i = 0;
+    for (; i + 8 <= m; i += 8) group_tile<F, 8>(wg, x + i * blocks, blocks, yg + i * ldy, ldy);
+    if (i + 4 <= m) {
+      group_tile<F, 4>(wg, x + i * blocks, blocks, yg + i * ldy, ldy);
+      i += 4;
+    }
+    if (i + 2 <= m) {
+      group_tile<F, 2>(wg, x + i * blocks, blocks, yg + i * ldy, ldy);
+      i += 2;
+    }
+    if (i < m) group_tile<F, 1>(wg, x + i * blocks, blocks, yg + i * ldy, ldy);
+  }
+}
+
+}  // namespace
+
+void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
+                                   void* dst) {
+  const int64_t blocks = k / 32;
+  auto* out = static_cast<PreparedBlock*>(dst);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const BlockQ8Act& a = xq[i * xq_stride + b];
+      PreparedBlock& p = out[i * blocks + b];
+      std::memcpy(p.q, a.qs, 32);
+      p.d = a.d;
+      int32_t sums[2] = {0, 0};
+      for (int t = 0; t < 32; ++t) sums[(t / 4) % 2] += a.qs[t];
+      for (int h = 0; h < 2; ++h) {
+        p.neg_sum[h] = -sums[h];
+        p.dsum[h] = a.d * static_cast<float>(sums[h]);
+      }
+      std::memset(p.unused, 0, sizeof(p.unused));
+    }
+  }
+}
+
+void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, const void* x,
+                                int64_t m, int64_t k, float* y, int64_t ldy) {
+  const auto* bytes = static_cast<const uint8_t*>(w);
+  const auto* prepared = static_cast<const PreparedBlock*>(x);
+  switch (format) {
+    case RowFormat::kQ8_0:
+      return gemm<RowFormat::kQ8_0>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ4_0:
+      return gemm<RowFormat::kQ4_0>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ4_1:
+      return gemm<RowFormat::kQ4_1>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ4_K:
+      return gemm<RowFormat::kQ4_K>(bytes, n, prepared, m, k, y, ldy);
+    default:
+      break;
+  }
+}
+
+}  // namespace lm::kernels
+
+#pragma GCC diagnostic pop
+
+#else  // No VNNI in this build: the table never points here (isa_supported(kAvx512Vnni) is false).
+
+namespace lm::kernels {
+void int8_interleaved_prepare_vnni(const BlockQ8Act*, int64_t, int64_t, int64_t, void*) {}
+void int8_interleaved_gemm_vnni(RowFormat, const void*, int64_t, const void*, int64_t, int64_t,
+                                float*, int64_t) {}
+}  // namespace lm::kernels
+
+#endif

@@ -1,0 +1,96 @@
+// Interleaving is a pure byte permutation, one rule for every format: each field of a block is
+// cut into words, and word w of row r lands at field_offset * 8 + (w * 8 + r) * word_bytes.
+#include "kernels/cpu/interleaved_rows.h"
+
+#include <cstring>
+#include <span>
+
+#include "base/check.h"
+#include "kernels/cpu/kquant_blocks.h"
+
+namespace lm::kernels {
+namespace {
+
+struct Field {
+  int64_t offset, bytes, word;
+};
+
+// The fields of one block of `format`, in order, with the word size each is cut into.
+std::span<const Field> fields(RowFormat format) {
+  static constexpr Field kQ4_0[] = {{0, 2, 2}, {2, 16, 8}};
+  static constexpr Field kQ4_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 16, 8}};
+  static constexpr Field kQ8_0[] = {{0, 2, 2}, {2, 32, 8}};
+  static constexpr Field kQ4_K[] = {
+      {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
+  switch (format) {
+    case RowFormat::kQ4_0:
+      return kQ4_0;
+    case RowFormat::kQ4_1:
+      return kQ4_1;
+    case RowFormat::kQ8_0:
+      return kQ8_0;
+    case RowFormat::kQ4_K:
+      return kQ4_K;
+    default:
+      return {};
+  }
+}
+
+// Calls copy(row r's byte offset in its block, the group block's byte offset, bytes) for every
+// word of every row of one block.
+template <typename Copy>
+void for_each_word(RowFormat format, Copy copy) {
+  for (const Field& f : fields(format)) {
+    for (int64_t w = 0; w < f.bytes / f.word; ++w) {
+      for (int64_t r = 0; r < kInterleavedRows; ++r)
+        copy(r, f.offset + w * f.word,
+             f.offset * kInterleavedRows + (w * kInterleavedRows + r) * f.word, f.word);
+    }
+  }
+}
+
+}  // namespace
+
+bool can_interleave(RowFormat format, int64_t n, int64_t k) {
+  const RowFormatInfo& info = row_format_info(format);
+  return !fields(format).empty() && n > 0 && n % kInterleavedRows == 0 && k > 0 &&
+         k % info.block_size == 0;
+}
+
+void interleave_rows(RowFormat format, const void* src, int64_t src_row_bytes, int64_t n, int64_t k,
+                     void* dst) {
+  LM_CHECK(can_interleave(format, n, k));
+  const RowFormatInfo& info = row_format_info(format);
+  const int64_t blocks = k / info.block_size;
+  const auto* in = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t group_block_bytes = kInterleavedRows * info.block_bytes;
+  for (int64_t g = 0; g < n / kInterleavedRows; ++g) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* block_out = out + (g * blocks + b) * group_block_bytes;
+      for_each_word(format, [&](int64_t r, int64_t from, int64_t to, int64_t bytes) {
+        const uint8_t* row = in + (g * kInterleavedRows + r) * src_row_bytes;
+        std::memcpy(block_out + to, row + b * info.block_bytes + from, static_cast<size_t>(bytes));
+      });
+    }
+  }
+}
+
+void deinterleave_row(RowFormat format, const void* src, int64_t j, int64_t k, void* dst) {
+  LM_CHECK(can_interleave(format, kInterleavedRows, k) && j >= 0);
+  const RowFormatInfo& info = row_format_info(format);
+  const int64_t blocks = k / info.block_size;
+  const int64_t g = j / kInterleavedRows;
+  const auto* in = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t group_block_bytes = kInterleavedRows * info.block_bytes;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block_in = in + (g * blocks + b) * group_block_bytes;
+    for_each_word(format, [&](int64_t r, int64_t from, int64_t to, int64_t bytes) {
+      if (r == j % kInterleavedRows)
+        std::memcpy(out + b * info.block_bytes + from, block_in + to, static_cast<size_t>(bytes));
+    });
+  }
+}
+
+}  // namespace lm::kernels

@@ -1,0 +1,34 @@
+// Weight rows interleaved eight at a time, the layout the AVX-512 VNNI decode and prefill GEMM
+// reads (int8_interleaved.h). A group of 8 rows takes exactly the bytes of those 8 rows in their
+// GGML format, block by block: for each block (Q8_0/Q4_0/Q4_1: 32 elements; Q4_K: 256), each
+// field of the block is stored for all 8 rows together, cut into words:
+//   Q4_0  d: 8 x 2 B | qs: 2 words of 8 B x 8 rows               (144 B)
+//   Q4_1  d: 8 x 2 B | m: 8 x 2 B | qs: 2 words x 8 rows x 8 B   (160 B)
+//   Q8_0  d: 8 x 2 B | qs: 4 words x 8 rows x 8 B                (272 B)
+//   Q4_K  d: 8 x 2 B | dmin: 8 x 2 B | scales: 3 words x 8 rows x 4 B | qs: 16 words x 8 rows x 8 B
+// so one 64-byte load is the same 8 quant bytes of each of the 8 rows (one activation broadcast
+// serves 8 rows), and a block's 8 scales are one 16-byte load.
+// Group g (rows 8g..8g+7) starts at g * 8 * row_bytes(format, k).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+
+inline constexpr int64_t kInterleavedRows = 8;
+
+// True when n rows of k elements in `format` have an interleaved layout: Q8_0, Q4_0, Q4_1 and
+// Q4_K, n a multiple of 8, k a multiple of the block size.
+bool can_interleave(RowFormat format, int64_t n, int64_t k);
+
+// dst (n * row_bytes(format, k) bytes) = the n rows at src (row j at src + j * src_row_bytes)
+// interleaved. Requires can_interleave.
+void interleave_rows(RowFormat format, const void* src, int64_t src_row_bytes, int64_t n, int64_t k,
+                     void* dst);
+
+// The inverse: row j of the interleaved rows at src, in its GGML layout, to dst.
+void deinterleave_row(RowFormat format, const void* src, int64_t j, int64_t k, void* dst);
+
+}  // namespace lm::kernels

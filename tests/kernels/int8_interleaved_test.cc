@@ -1,0 +1,201 @@
+// Interleaved weight rows (interleaved_rows.h) and their int8 GEMM (AVX-512 VNNI): the layout is
+// a byte permutation that round-trips, every format matches the exact integer math of the
+// dequantized weights and quantized activations, and a (weight row, activation row) result is
+// the same bits whatever the batch, the position in it, the tile shape and the thread count.
+#include "kernels/cpu/int8_interleaved.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/interleaved_rows.h"
+#include "kernels/cpu/matmul.h"
+
+namespace lm::kernels {
+namespace {
+
+using testing::random_floats;
+
+constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
+                                  RowFormat::kQ4_K};
+
+struct alignas(64) Line {
+  uint8_t bytes[64];
+};
+
+std::vector<uint8_t> weight_rows(RowFormat format, int64_t n, int64_t k, uint32_t seed) {
+  if (is_kquant(format)) return testing::random_kquant_rows(format, n, k, seed);
+  const auto w = random_floats(n * k, seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * row_bytes(format, k)));
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t* row = bytes.data() + j * row_bytes(format, k);
+    if (format == RowFormat::kQ8_0) quantize_row_q8_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ4_0) quantize_row_q4_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> interleaved(RowFormat format, const std::vector<uint8_t>& rows, int64_t n,
+                                 int64_t k) {
+  std::vector<uint8_t> out(rows.size());
+  interleave_rows(format, rows.data(), row_bytes(format, k), n, k, out.data());
+  return out;
+}
+
+std::vector<BlockQ8Act> quantized_rows(int64_t m, int64_t k, uint32_t seed) {
+  const auto x = random_floats(m * k, seed, -3.0f, 3.0f);
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * k / 32));
+  for (int64_t i = 0; i < m; ++i) quantize_row_q8_act(x.data() + i * k, xq.data() + i * k / 32, k);
+  return xq;
+}
+
+// y[m, n] through the kernel directly.
+std::vector<float> gemm(RowFormat format, const uint8_t* w, int64_t n, const BlockQ8Act* xq,
+                        int64_t m, int64_t k) {
+  std::vector<Line> prepared(static_cast<size_t>(m * int8_interleaved_row_bytes(k) / 64));
+  int8_interleaved_prepare_vnni(xq, k / 32, m, k, prepared.data());
+  std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
+  int8_interleaved_gemm_vnni(format, w, n, prepared.data(), m, k, y.data(), n);
+  return y;
+}
+
+TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
+  EXPECT_TRUE(can_interleave(RowFormat::kQ4_0, 16, 64));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ4_K, 8, 256));
+  EXPECT_FALSE(can_interleave(RowFormat::kQ4_0, 12, 64));  // n % 8 != 0
+  EXPECT_FALSE(can_interleave(RowFormat::kQ4_K, 8, 96));   // k % 256 != 0
+  EXPECT_FALSE(can_interleave(RowFormat::kQ6_K, 8, 256));
+  EXPECT_FALSE(can_interleave(RowFormat::kF16, 8, 64));
+}
+
+TEST(InterleavedRows, IsAPermutationOfTheRowsBytesThatRoundTrips) {
+  for (RowFormat format : kFormats) {
+    SCOPED_TRACE(row_format_info(format).name);
+    constexpr int64_t n = 24, k = 512;
+    const auto rows = weight_rows(format, n, k, 7);
+    const auto packed = interleaved(format, rows, n, k);
+    EXPECT_NE(packed, rows);
+    auto sorted_rows = rows, sorted_packed = packed;
+    std::sort(sorted_rows.begin(), sorted_rows.end());
+    std::sort(sorted_packed.begin(), sorted_packed.end());
+    EXPECT_EQ(sorted_packed, sorted_rows);
+    const int64_t rb = row_bytes(format, k);
+    std::vector<uint8_t> row(static_cast<size_t>(rb));
+    for (int64_t j = 0; j < n; ++j) {
+      deinterleave_row(format, packed.data(), j, k, row.data());
+      ASSERT_TRUE(std::equal(row.begin(), row.end(), rows.begin() + j * rb)) << j;
+    }
+  }
+}
+
+TEST(InterleavedRows, PutsTheSameWordOfEightRowsInOneCacheLine) {
+  // Q4_0 group block: 8 fp16 scales, then word 0 (bytes 0-7 of qs) of rows 0-7, then word 1.
+  constexpr int64_t n = 8, k = 32;
+  const auto rows = weight_rows(RowFormat::kQ4_0, n, k, 9);
+  const auto packed = interleaved(RowFormat::kQ4_0, rows, n, k);
+  for (int64_t r = 0; r < n; ++r) {
+    EXPECT_EQ(packed[2 * r], rows[r * 18]);
+    EXPECT_EQ(packed[16 + 8 * r + 3], rows[r * 18 + 2 + 3]);
+    EXPECT_EQ(packed[80 + 8 * r + 5], rows[r * 18 + 2 + 8 + 5]);
+  }
+}
+
+class Int8Interleaved : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!has_interleaved_matmul(Isa::kAvx512Vnni) || !isa_supported(Isa::kAvx512Vnni))
+      GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  }
+};
+
+TEST_F(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
+  for (RowFormat format : kFormats) {
+    for (int64_t k : {256, 768}) {
+      for (int64_t m : {1, 2, 3, 7, 8, 13}) {
+        constexpr int64_t n = 16;
+        SCOPED_TRACE(std::string(row_format_info(format).name) + " k=" + std::to_string(k) +
+                     " m=" + std::to_string(m));
+        const auto w = weight_rows(format, n, k, 41);
+        const auto xq = quantized_rows(m, k, 43);
+        const auto y = gemm(format, interleaved(format, w, n, k).data(), n, xq.data(), m, k);
+        std::vector<float> deq(static_cast<size_t>(k));
+        for (int64_t j = 0; j < n; ++j) {
+          dequantize_row(format, w.data() + j * row_bytes(format, k), deq.data(), k, Isa::kScalar);
+          for (int64_t i = 0; i < m; ++i) {
+            double exact = 0.0, abs_sum = 0.0;
+            for (int64_t t = 0; t < k; ++t) {
+              const BlockQ8Act& b = xq[static_cast<size_t>((i * k + t) / 32)];
+              const double term = static_cast<double>(deq[t]) * b.qs[t % 32] * b.d;
+              exact += term;
+              abs_sum += std::abs(term);
+            }
+            ASSERT_NEAR(y[i * n + j], exact, 2e-5 * abs_sum + 1e-6) << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Int8Interleaved, ResultsDoNotDependOnTileShapeBatchOrPosition) {
+  constexpr int64_t k = 512, n = 24, m = 19;
+  for (RowFormat format : kFormats) {
+    SCOPED_TRACE(row_format_info(format).name);
+    const auto w = interleaved(format, weight_rows(format, n, k, 51), n, k);
+    const auto xq = quantized_rows(m, k, 53);
+    const auto whole = gemm(format, w.data(), n, xq.data(), m, k);
+    // Each activation row alone, each group alone, and odd sub-batches at odd offsets.
+    for (int64_t i = 0; i < m; ++i) {
+      const auto alone = gemm(format, w.data(), n, xq.data() + i * k / 32, 1, k);
+      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(alone[j], whole[i * n + j]) << i << "," << j;
+    }
+    const int64_t group_bytes = 8 * row_bytes(format, k);
+    for (int64_t g = 0; g < n / 8; ++g) {
+      const auto alone = gemm(format, w.data() + g * group_bytes, 8, xq.data(), m, k);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t r = 0; r < 8; ++r) ASSERT_EQ(alone[i * 8 + r], whole[i * n + 8 * g + r]);
+      }
+    }
+    const auto part = gemm(format, w.data(), n, xq.data() + 3 * k / 32, 11, k);
+    for (int64_t i = 0; i < 11; ++i) {
+      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(part[i * n + j], whole[(i + 3) * n + j]);
+    }
+  }
+}
+
+TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
+  ThreadPool one(1);
+  ThreadPool two(2);
+  constexpr int64_t k = 768, n = 40, m = 13;
+  const auto bias = random_floats(n, 5);
+  for (RowFormat format : kFormats) {
+    SCOPED_TRACE(row_format_info(format).name);
+    const auto rows = weight_rows(format, n, k, 61);
+    const auto w = interleaved(format, rows, n, k);
+    const auto x = random_floats(m * k, 63);
+    std::vector<float> batched(static_cast<size_t>(m * n));
+    matmul_interleaved(format, w.data(), x.data(), batched.data(), m, n, k, two, bias.data(),
+                       Isa::kAvx512Vnni);
+    // The row layout on the int8 path computes the same products (other sums, same values).
+    std::vector<float> reference(static_cast<size_t>(m * n));
+    matmul(format, rows.data(), row_bytes(format, k), x.data(), reference.data(), m, n, k, one,
+           bias.data(), Isa::kScalar, /*quantize_activations=*/true);
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> single(static_cast<size_t>(n));
+      matmul_interleaved(format, w.data(), x.data() + i * k, single.data(), 1, n, k,
+                         i % 2 ? one : two, bias.data(), Isa::kAvx512Vnni);
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(single[j], batched[i * n + j]) << i << "," << j;
+        ASSERT_NEAR(batched[i * n + j], reference[i * n + j],
+                    1e-4f * (1.0f + std::abs(reference[i * n + j])));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lm::kernels
