@@ -22,8 +22,8 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
             bool quantize_activations = false);
 
 // When this CPU has the int8 GEMM over interleaved rows and w's dtype and shape allow it
-// (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q4_K with rows a multiple of 8): w's rows
-// interleaved into `storage` (same bytes), and a view of them with layout kInterleaved8, valid
+// (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q4_K, Q6_K with rows a multiple of 8): w's
+// rows interleaved into `storage` (same bytes), and a view of them with layout kInterleaved8, valid
 // while `storage` lives. Otherwise nullopt. Only linear() reads interleaved weights.
 std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
 

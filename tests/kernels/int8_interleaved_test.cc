@@ -20,7 +20,7 @@ namespace {
 using testing::random_floats;
 
 constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
-                                  RowFormat::kQ4_K};
+                                  RowFormat::kQ4_K, RowFormat::kQ6_K};
 
 struct alignas(64) Line {
   uint8_t bytes[64];
@@ -68,7 +68,8 @@ TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
   EXPECT_TRUE(can_interleave(RowFormat::kQ4_K, 8, 256));
   EXPECT_FALSE(can_interleave(RowFormat::kQ4_0, 12, 64));  // n % 8 != 0
   EXPECT_FALSE(can_interleave(RowFormat::kQ4_K, 8, 96));   // k % 256 != 0
-  EXPECT_FALSE(can_interleave(RowFormat::kQ6_K, 8, 256));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ6_K, 8, 256));
+  EXPECT_FALSE(can_interleave(RowFormat::kQ5_K, 8, 256));
   EXPECT_FALSE(can_interleave(RowFormat::kF16, 8, 64));
 }
 

@@ -11,6 +11,7 @@
 //   dot = vpdpbusd x 4 (words 0-3) from -z * half sums          exact in int32
 //   acc += (row scales per lane * activation scale) * float(dot)
 //   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q4_K)
+// (Q6_K, with a scale per 16 elements, sums words 0-1 and 2-3 separately.)
 // and at the end row r's result is lane 2r + lane 2r + 1.
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
@@ -43,7 +44,9 @@ struct alignas(64) PreparedBlock {
   // times their sum.
   int32_t neg_sum[2];
   float dsum[2];
-  uint8_t unused[12];
+  // The same negated sums over words 0 and 1 only (Q6_K's first 16-element scale).
+  int32_t neg_sum_lo[2];
+  uint8_t unused[4];
 };
 static_assert(sizeof(PreparedBlock) == 64);
 
@@ -190,6 +193,66 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
   }
 }
 
+// Q6_K: super-blocks of 256 in two halves of 128; each group of 32 has two 16-element int8
+// scales (words 0-1 and words 2-3), so a group is two int32 sums per lane.
+template <int RX>
+void q6_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
+  constexpr int64_t kBytes = kRows * kquant::kQ6_KBytes;
+  constexpr int64_t kQh = kRows * kquant::kQ6_KQhOffset;
+  constexpr int64_t kScales = kRows * kquant::kQ6_KScalesOffset;
+  constexpr int64_t kD = kRows * kquant::kQ6_KDOffset;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi8(0x3f);
+  const __m512i first = _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(1));
+  for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
+    const uint8_t* block = g + sb * kBytes;
+    if constexpr (RX == 1) prefetch_ahead(block, kBytes);
+    const __m512 d = row_pairs(_mm512_castps256_ps512(f16x8(block + kD)));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) {
+        // Group 4h + t (kquant::group_values_q6_k): low 4 bits from the low (t < 2) or high
+        // nibbles of ql words 8h + 4 * (t % 2) + c, top 2 bits from bit pair t of qh word 4h + c.
+        __m512i u[4];
+        for (int c = 0; c < 4; ++c) {
+          __m512i ql = load512(block + 64 * (8 * h + 4 * (t % 2) + c));
+          if (t >= 2) ql = _mm512_srli_epi16(ql, 4);
+          __m512i qh = load512(block + kQh + 64 * (4 * h + c));
+          if (t < 2) qh = _mm512_slli_epi16(qh, 4 - 2 * t);
+          if (t == 3) qh = _mm512_srli_epi16(qh, 2);
+          // Bits 0-3 from ql, 4-7 from qh (0xca: low4 ? ql : qh), then the top pair cleared.
+          u[c] = _mm512_and_si512(_mm512_ternarylogic_epi32(low4, ql, qh, 0xca), low6);
+        }
+        // Scales 2(4h + t) and 2(4h + t) + 1 of the 8 rows, times each row's d.
+        const __m512 scales = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                reinterpret_cast<const __m128i*>(block + kScales + 16 * (4 * h + t))))),
+            d);
+        const __m512 dw_lo = _mm512_permutexvar_ps(first, scales);
+        const __m512 dw_hi = _mm512_permutexvar_ps(second, scales);
+        const int64_t b = sb * kquant::kGroups + 4 * h + t;
+#pragma GCC unroll 8
+        for (int i = 0; i < RX; ++i) {
+          const PreparedBlock& p = x[i * blocks + b];
+          // Zero point 32: the accumulators start at -32 * the lane's activation sums.
+          const __m512i lo_sums = broadcast8(p.neg_sum_lo);
+          const __m512i hi_sums = _mm512_sub_epi32(broadcast8(p.neg_sum), lo_sums);
+          __m512i dot_lo = _mm512_slli_epi32(lo_sums, 5);
+          __m512i dot_hi = _mm512_slli_epi32(hi_sums, 5);
+          dot_lo = _mm512_dpbusd_epi32(dot_lo, u[0], broadcast8(p.q));
+          dot_lo = _mm512_dpbusd_epi32(dot_lo, u[1], broadcast8(p.q + 8));
+          dot_hi = _mm512_dpbusd_epi32(dot_hi, u[2], broadcast8(p.q + 16));
+          dot_hi = _mm512_dpbusd_epi32(dot_hi, u[3], broadcast8(p.q + 24));
+          const __m512 dx = _mm512_set1_ps(p.d);
+          acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_lo, dx), _mm512_cvtepi32_ps(dot_lo), acc[i]);
+          acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_hi, dx), _mm512_cvtepi32_ps(dot_hi), acc[i]);
+        }
+      }
+    }
+  }
+}
+
 // 8 weight rows (group g) against RX activation rows.
 template <RowFormat F, int RX>
 void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float* y, int64_t ldy) {
@@ -197,6 +260,8 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
   for (int i = 0; i < RX; ++i) acc[i] = _mm512_setzero_ps();
   if constexpr (F == RowFormat::kQ4_K) {
     q4_k_tile<RX>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ6_K) {
+    q6_k_tile<RX>(g, x, blocks, acc);
   } else {
     block_tile<F, RX>(g, x, blocks, acc);
   }
@@ -244,11 +309,15 @@ void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int6
       PreparedBlock& p = out[i * blocks + b];
       std::memcpy(p.q, a.qs, 32);
       p.d = a.d;
-      int32_t sums[2] = {0, 0};
-      for (int t = 0; t < 32; ++t) sums[(t / 4) % 2] += a.qs[t];
+      int32_t sums[2] = {0, 0}, lo_sums[2] = {0, 0};
+      for (int t = 0; t < 32; ++t) {
+        sums[(t / 4) % 2] += a.qs[t];
+        if (t < 16) lo_sums[(t / 4) % 2] += a.qs[t];
+      }
       for (int h = 0; h < 2; ++h) {
         p.neg_sum[h] = -sums[h];
         p.dsum[h] = a.d * static_cast<float>(sums[h]);
+        p.neg_sum_lo[h] = -lo_sums[h];
       }
       std::memset(p.unused, 0, sizeof(p.unused));
     }
@@ -268,6 +337,8 @@ void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, cons
       return gemm<RowFormat::kQ4_1>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ4_K:
       return gemm<RowFormat::kQ4_K>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ6_K:
+      return gemm<RowFormat::kQ6_K>(bytes, n, prepared, m, k, y, ldy);
     default:
       break;
   }

@@ -22,6 +22,10 @@ std::span<const Field> fields(RowFormat format) {
   static constexpr Field kQ8_0[] = {{0, 2, 2}, {2, 32, 8}};
   static constexpr Field kQ4_K[] = {
       {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
+  static constexpr Field kQ6_K[] = {{0, 128, 8},
+                                    {kquant::kQ6_KQhOffset, 64, 8},
+                                    {kquant::kQ6_KScalesOffset, 16, 2},
+                                    {kquant::kQ6_KDOffset, 2, 2}};
   switch (format) {
     case RowFormat::kQ4_0:
       return kQ4_0;
@@ -31,6 +35,8 @@ std::span<const Field> fields(RowFormat format) {
       return kQ8_0;
     case RowFormat::kQ4_K:
       return kQ4_K;
+    case RowFormat::kQ6_K:
+      return kQ6_K;
     default:
       return {};
   }
