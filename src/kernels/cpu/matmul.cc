@@ -4,6 +4,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "base/check.h"
@@ -16,6 +17,8 @@ namespace {
 
 // Weight rows converted to fp32 at a time (16 rows of k = 4096 is 256 KiB of scratch).
 constexpr int64_t kTileRows = 16;
+// Chunks per thread the interleaved GEMM's work is cut into, claimed dynamically.
+constexpr int64_t kChunksPerThread = 4;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
@@ -173,23 +176,36 @@ void matmul_interleaved(RowFormat format, const void* w, const float* x, float* 
   const int64_t group_bytes = kInterleavedRows * row_bytes(format, k);
   const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / prepared_row_bytes));
   const auto* w_bytes = static_cast<const uint8_t*>(w);
-  pool.parallel_for(
-      n / kInterleavedRows,
-      [&](int64_t begin, int64_t end) {
-        const int64_t j0 = begin * kInterleavedRows, j1 = end * kInterleavedRows;
-        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
-          const int64_t m1 = std::min(m, m0 + m_block);
-          kernels.int8_interleaved_gemm(format, w_bytes + begin * group_bytes, j1 - j0,
-                                        px + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + j0,
-                                        n);
-        }
-        if (bias) {
-          for (int64_t i = 0; i < m; ++i) {
-            for (int64_t j = j0; j < j1; ++j) y[i * n + j] += bias[j];
-          }
-        }
-      },
-      kTileRows / kInterleavedRows);
+  auto groups = [&](int64_t begin, int64_t end) {
+    const int64_t j0 = begin * kInterleavedRows, j1 = end * kInterleavedRows;
+    for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+      const int64_t m1 = std::min(m, m0 + m_block);
+      kernels.int8_interleaved_gemm(format, w_bytes + begin * group_bytes, j1 - j0,
+                                    px + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + j0, n);
+    }
+    if (bias) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = j0; j < j1; ++j) y[i * n + j] += bias[j];
+      }
+    }
+  };
+  // Threads claim chunks of groups from a shared counter rather than taking fixed shares: a
+  // thread that starts late (a worker woken from sleep) or runs slower takes fewer chunks instead
+  // of holding the others up at the end of the call (7B Q4_0 decode at 2 threads: 6.7-7.5 ->
+  // 7.6-7.8 tokens/s in alternating runs).
+  const int64_t num_groups = n / kInterleavedRows;
+  const int64_t threads = pool.num_threads();
+  const int64_t chunk = std::max<int64_t>(
+      kTileRows / kInterleavedRows,
+      (num_groups + kChunksPerThread * threads - 1) / (kChunksPerThread * threads));
+  const int64_t num_chunks = (num_groups + chunk - 1) / chunk;
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(std::min(threads, num_chunks), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t c = next.fetch_add(1); c < num_chunks; c = next.fetch_add(1))
+        groups(c * chunk, std::min(num_groups, (c + 1) * chunk));
+    }
+  });
 }
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
