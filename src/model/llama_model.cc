@@ -164,9 +164,11 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     // Attention block: new K/V go to their pool slots, then each sequence attends through its
     // block table to everything it has so far.
     ops::rms_norm(x, w.input_layernorm.data(), normed, eps, pool);
-    ops::linear(normed, w.q_proj, bias_view(w.q_bias), q, pool, int8_activations_);
-    ops::linear(normed, w.k_proj, bias_view(w.k_bias), k, pool, int8_activations_);
-    ops::linear(normed, w.v_proj, bias_view(w.v_bias), v, pool, int8_activations_);
+    ops::linear_shared_input(normed,
+                             {{&w.q_proj, bias_view(w.q_bias), &q},
+                              {&w.k_proj, bias_view(w.k_bias), &k},
+                              {&w.v_proj, bias_view(w.v_bias), &v}},
+                             pool, int8_activations_);
     apply_rope(rope, q, c.head_dim, batch.positions.data(), rope_mode);
     apply_rope(rope, k, c.head_dim, batch.positions.data(), rope_mode);
     ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
@@ -177,8 +179,8 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
 
     // MLP block: down(silu(gate(x)) * up(x)).
     ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps, pool);
-    ops::linear(normed, w.gate_proj, {}, gate, pool, int8_activations_);
-    ops::linear(normed, w.up_proj, {}, up, pool, int8_activations_);
+    ops::linear_shared_input(normed, {{&w.gate_proj, {}, &gate}, {&w.up_proj, {}, &up}}, pool,
+                             int8_activations_);
     ops::silu_mul(gate, up, pool);
     ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
     ops::add(x, normed);

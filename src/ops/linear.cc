@@ -42,22 +42,26 @@ kernels::RowFormat checked_format(const Tensor& w) {
   return *format;
 }
 
+// The shapes and dtypes of one Linear; returns its bias as a pointer (or null).
+const float* check_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+  LM_CHECK(x.device == Device::kCpu && w.device == Device::kCpu && y.device == Device::kCpu);
+  LM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
+  LM_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2);
+  const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
+  LM_CHECK(w.dim(1) == k && y.dim(0) == m && y.dim(1) == n);
+  if (bias.empty()) return nullptr;
+  LM_CHECK(bias.dtype == DType::kF32 && bias.numel() == n);
+  return bias.as<float>();
+}
+
 }  // namespace
 
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations) {
-  LM_CHECK(x.device == Device::kCpu && w.device == Device::kCpu && y.device == Device::kCpu);
-  LM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
-  LM_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2);
+  const float* bias_data = check_linear(x, w, bias, y);
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
-  LM_CHECK(w.dim(1) == k && y.dim(0) == m && y.dim(1) == n);
-  const float* bias_data = nullptr;
-  if (!bias.empty()) {
-    LM_CHECK(bias.dtype == DType::kF32 && bias.numel() == n);
-    bias_data = bias.as<float>();
-  }
   if (w.layout == WeightLayout::kInterleaved8) {
     kernels::matmul_interleaved(checked_format(w), w.data, x.as<float>(), y.as<float>(), m, n, k,
                                 pool, bias_data);
@@ -65,6 +69,24 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
   }
   kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
                   pool, bias_data, kernels::best_isa(), quantize_activations);
+}
+
+void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> outputs,
+                         ThreadPool& pool, bool quantize_activations) {
+  bool all_interleaved = true;
+  for (const LinearOutput& o : outputs)
+    all_interleaved = all_interleaved && o.w->layout == WeightLayout::kInterleaved8;
+  if (!all_interleaved) {
+    for (const LinearOutput& o : outputs) linear(x, *o.w, o.bias, *o.y, pool, quantize_activations);
+    return;
+  }
+  thread_local kernels::InterleavedInput input;
+  input.prepare(x.as<float>(), x.dim(0), x.dim(1), pool);
+  for (const LinearOutput& o : outputs) {
+    const float* bias_data = check_linear(x, *o.w, o.bias, *o.y);
+    kernels::matmul_interleaved(checked_format(*o.w), o.w->data, input, o.y->as<float>(),
+                                o.w->dim(0), pool, bias_data);
+  }
 }
 
 std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {

@@ -6,6 +6,7 @@
 #include "base/thread_pool.h"
 #include "tensor/tensor.h"
 
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,18 @@ bool supports_weight_dtype(DType dtype);
 // (interleave_for_cpu) always take the int8 path.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations = false);
+
+// One of several Linears that read the same input.
+struct LinearOutput {
+  const Tensor* w;
+  Tensor bias;  // fp32 [n] or empty
+  Tensor* y;
+};
+
+// linear(x, o.w, o.bias, *o.y, ...) for every output; when all the weights are interleaved, x is
+// quantized and prepared for them once.
+void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> outputs,
+                         ThreadPool& pool, bool quantize_activations = false);
 
 // When this CPU has the int8 GEMM over interleaved rows and w's dtype and shape allow it
 // (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q4_K, Q6_K with rows a multiple of 8): w's

@@ -303,22 +303,26 @@ void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int6
                                    void* dst) {
   const int64_t blocks = k / 32;
   auto* out = static_cast<PreparedBlock*>(dst);
+  const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t b = 0; b < blocks; ++b) {
       const BlockQ8Act& a = xq[i * xq_stride + b];
       PreparedBlock& p = out[i * blocks + b];
-      std::memcpy(p.q, a.qs, 32);
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.q), q);
+      // Lane l of sums4: the sum of bytes 4l..4l+3; adding lane l + 2 gives, in lanes 0 and 1 of
+      // each 128-bit half, the two lane halves' sums over words 0-1 (low half) and 2-3 (high).
+      const __m256i sums4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
+      const __m256i pairs = _mm256_add_epi32(sums4, _mm256_shuffle_epi32(sums4, 0x4e));
+      const __m128i lo = _mm256_castsi256_si128(pairs);
+      const __m128i all = _mm_add_epi32(lo, _mm256_extracti128_si256(pairs, 1));
       p.d = a.d;
-      int32_t sums[2] = {0, 0}, lo_sums[2] = {0, 0};
-      for (int t = 0; t < 32; ++t) {
-        sums[(t / 4) % 2] += a.qs[t];
-        if (t < 16) lo_sums[(t / 4) % 2] += a.qs[t];
-      }
-      for (int h = 0; h < 2; ++h) {
-        p.neg_sum[h] = -sums[h];
-        p.dsum[h] = a.d * static_cast<float>(sums[h]);
-        p.neg_sum_lo[h] = -lo_sums[h];
-      }
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.neg_sum),
+                       _mm_sub_epi32(_mm_setzero_si128(), all));
+      _mm_storel_pi(reinterpret_cast<__m64*>(p.dsum),
+                    _mm_mul_ps(_mm_set1_ps(a.d), _mm_cvtepi32_ps(all)));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.neg_sum_lo),
+                       _mm_sub_epi32(_mm_setzero_si128(), lo));
       std::memset(p.unused, 0, sizeof(p.unused));
     }
   }

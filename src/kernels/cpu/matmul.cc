@@ -152,19 +152,16 @@ bool has_interleaved_matmul(Isa isa) {
   return isa_supported(isa) && isa_kernels(isa).int8_interleaved_gemm != nullptr;
 }
 
-void matmul_interleaved(RowFormat format, const void* w, const float* x, float* y, int64_t m,
-                        int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
-  LM_CHECK(m >= 0 && has_interleaved_matmul(isa) && can_interleave(format, n, k));
+void InterleavedInput::prepare(const float* x, int64_t m, int64_t k, ThreadPool& pool, Isa isa) {
+  LM_CHECK(m >= 0 && k % kQuantBlockSize == 0 && has_interleaved_matmul(isa));
   const IsaKernels& kernels = isa_kernels(isa);
   const BlockQ8Act* xq = quantize_rows(x, m, k, pool, kernels);
-  struct alignas(64) Line {
-    uint8_t bytes[64];
-  };
   const int64_t num_blocks = k / kQuantBlockSize;
   const int64_t prepared_row_bytes = int8_interleaved_row_bytes(k);
-  thread_local std::vector<Line> prepared;
-  prepared.resize(static_cast<size_t>(m * prepared_row_bytes / 64));
-  auto* px = reinterpret_cast<uint8_t*>(prepared.data());
+  lines_.resize(static_cast<size_t>(m * prepared_row_bytes / 64));
+  m_ = m;
+  k_ = k;
+  auto* px = reinterpret_cast<uint8_t*>(lines_.data());
   if (m == 1) {
     kernels.int8_interleaved_prepare(xq, num_blocks, 1, k, px);
   } else {
@@ -173,6 +170,22 @@ void matmul_interleaved(RowFormat format, const void* w, const float* x, float* 
                                        px + begin * prepared_row_bytes);
     });
   }
+}
+
+void matmul_interleaved(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                        int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+  thread_local InterleavedInput input;
+  input.prepare(x, m, k, pool, isa);
+  matmul_interleaved(format, w, input, y, n, pool, bias, isa);
+}
+
+void matmul_interleaved(RowFormat format, const void* w, const InterleavedInput& x, float* y,
+                        int64_t n, ThreadPool& pool, const float* bias, Isa isa) {
+  const int64_t m = x.rows(), k = x.k();
+  LM_CHECK(has_interleaved_matmul(isa) && can_interleave(format, n, k));
+  const IsaKernels& kernels = isa_kernels(isa);
+  const int64_t prepared_row_bytes = int8_interleaved_row_bytes(k);
+  const auto* px = static_cast<const uint8_t*>(x.data());
   const int64_t group_bytes = kInterleavedRows * row_bytes(format, k);
   const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / prepared_row_bytes));
   const auto* w_bytes = static_cast<const uint8_t*>(w);

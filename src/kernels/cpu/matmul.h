@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/isa.h"
@@ -20,6 +21,30 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
 
 // True when `isa` has the int8 GEMM over interleaved weight rows (interleaved_rows.h).
 bool has_interleaved_matmul(Isa isa = best_isa());
+
+// Activation rows quantized to int8 and prepared once for the interleaved GEMM, so several
+// products with the same input (a layer's q/k/v or gate/up projections) share that work.
+class InterleavedInput {
+ public:
+  // x: [m, k] fp32 (k a multiple of 32). Requires has_interleaved_matmul(isa).
+  void prepare(const float* x, int64_t m, int64_t k, ThreadPool& pool, Isa isa = best_isa());
+  int64_t rows() const { return m_; }
+  int64_t k() const { return k_; }
+  const void* data() const { return lines_.data(); }
+
+ private:
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  std::vector<Line> lines_;
+  int64_t m_ = 0, k_ = 0;
+};
+
+// y[m, n] = x . W^T (+ bias) for W stored as n interleaved rows of x.k() elements, x prepared
+// with the same isa.
+void matmul_interleaved(RowFormat format, const void* w, const InterleavedInput& x, float* y,
+                        int64_t n, ThreadPool& pool, const float* bias = nullptr,
+                        Isa isa = best_isa());
 
 // The same product for W stored as n interleaved rows (interleave_rows; can_interleave(format, n,
 // k)), always with int8-quantized activations. Work is split over groups of 8 rows. Requires

@@ -1,0 +1,84 @@
+// ops::linear over interleaved weights: which weights interleave_for_cpu takes, and that the
+// int8 GEMM over them agrees with the row layout's int8 path, alone or sharing one prepared input
+// between several Linears (bit for bit with separate calls).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/row_format.h"
+#include "ops/linear.h"
+
+namespace lm {
+namespace {
+
+// n rows of k random weights quantized to Q4_0, owned by `storage`.
+Tensor q4_0_weight(int64_t n, int64_t k, uint32_t seed, Buffer& storage) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k));
+  for (float& v : w) v = dist(rng);
+  storage = Buffer({n, k}, DType::kQ4_0);
+  Tensor t = storage.view();
+  for (int64_t j = 0; j < n; ++j)
+    kernels::quantize_row_q4_0(w.data() + j * k, t.as<uint8_t>() + j * t.row_bytes(), k);
+  return t;
+}
+
+Buffer random_input(int64_t m, int64_t k, uint32_t seed) {
+  Buffer x({m, k});
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t i = 0; i < m * k; ++i) x.f32()[i] = dist(rng);
+  return x;
+}
+
+TEST(InterleaveForCpu, TakesBlockFormatsWithWholeGroupsOfEightRowsOnly) {
+  if (!kernels::has_interleaved_matmul()) GTEST_SKIP() << "no interleaved int8 GEMM on this CPU";
+  Buffer rows, packed;
+  const Tensor w = q4_0_weight(16, 64, 1, rows);
+  const auto view = ops::interleave_for_cpu(w, packed);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->layout, WeightLayout::kInterleaved8);
+  EXPECT_EQ(view->shape, w.shape);
+  EXPECT_NE(view->data, w.data);
+  Buffer odd_rows, unused;
+  EXPECT_FALSE(ops::interleave_for_cpu(q4_0_weight(12, 64, 2, odd_rows), unused).has_value());
+  Buffer f16({16, 64}, DType::kF16);
+  EXPECT_FALSE(ops::interleave_for_cpu(f16.view(), unused).has_value());
+  EXPECT_FALSE(ops::interleave_for_cpu(*view, unused).has_value());  // already interleaved
+}
+
+TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {
+  if (!kernels::has_interleaved_matmul()) GTEST_SKIP() << "no interleaved int8 GEMM on this CPU";
+  ThreadPool pool(2);
+  constexpr int64_t m = 5, k = 256;
+  Buffer rows_a, rows_b, packed_a, packed_b;
+  const Tensor a = q4_0_weight(24, k, 3, rows_a), b = q4_0_weight(40, k, 4, rows_b);
+  const Tensor ia = *ops::interleave_for_cpu(a, packed_a);
+  const Tensor ib = *ops::interleave_for_cpu(b, packed_b);
+  Buffer bias({40});
+  for (int64_t j = 0; j < 40; ++j) bias.f32()[j] = 0.25f * static_cast<float>(j);
+  Buffer x = random_input(m, k, 5);
+  Buffer ya({m, 24}), yb({m, 40}), sa({m, 24}), sb({m, 40}), ra({m, 24}), rb({m, 40});
+  Tensor ya_t = ya.view(), yb_t = yb.view(), sa_t = sa.view(), sb_t = sb.view();
+  Tensor ra_t = ra.view(), rb_t = rb.view();
+  ops::linear(x.view(), ia, {}, ya_t, pool);
+  ops::linear(x.view(), ib, bias.view(), yb_t, pool);
+  ops::linear_shared_input(x.view(), {{&ia, {}, &sa_t}, {&ib, bias.view(), &sb_t}}, pool);
+  // The row layout on the int8 path: the same products, summed in another order.
+  ops::linear_shared_input(x.view(), {{&a, {}, &ra_t}, {&b, bias.view(), &rb_t}}, pool,
+                           /*quantize_activations=*/true);
+  for (int64_t i = 0; i < m * 24; ++i) {
+    ASSERT_EQ(sa.f32()[i], ya.f32()[i]) << i;
+    ASSERT_NEAR(sa.f32()[i], ra.f32()[i], 1e-4f * (1.0f + std::abs(ra.f32()[i])));
+  }
+  for (int64_t i = 0; i < m * 40; ++i) {
+    ASSERT_EQ(sb.f32()[i], yb.f32()[i]) << i;
+    ASSERT_NEAR(sb.f32()[i], rb.f32()[i], 1e-4f * (1.0f + std::abs(rb.f32()[i])));
+  }
+}
+
+}  // namespace
+}  // namespace lm
