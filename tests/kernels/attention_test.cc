@@ -110,42 +110,50 @@ TEST(Attention, FirstTokenReturnsFirstValue) {
 }
 
 TEST(AttendRows, ARowGivesTheSameBitsAloneOrInAnyGroupOnEveryIsa) {
-  constexpr int64_t head_dim = 72;  // not a multiple of 8 or 16: the remainder loops run too
-  constexpr int64_t positions = 150;
-  const auto q = testing::random_floats(kAttentionMaxRows * head_dim, 11, -2.0f, 2.0f);
-  const auto k = testing::random_floats(positions * head_dim, 12, -2.0f, 2.0f);
-  const auto v = testing::random_floats(positions * head_dim, 13);
-  std::vector<int64_t> offsets(positions);
-  for (int64_t p = 0; p < positions; ++p) offsets[p] = p * head_dim;
-  // Rows see different numbers of positions (a causal chunk), some inside one tile, some not.
-  std::vector<int64_t> limits(kAttentionMaxRows);
-  for (int64_t r = 0; r < kAttentionMaxRows; ++r) limits[r] = 1 + (r * 37) % positions;
-  std::vector<float> scratch(attention_rows::scratch_floats(head_dim));
-  for (Isa isa : testing::supported_isas()) {
-    SCOPED_TRACE(isa_name(isa));
-    const IsaKernels& kernels = isa_kernels(isa);
-    const auto run = [&](int64_t first, int64_t count) {
-      std::vector<float> out(static_cast<size_t>(count * head_dim));
-      std::vector<const float*> q_rows;
-      std::vector<float*> out_rows;
-      for (int64_t r = 0; r < count; ++r) {
-        q_rows.push_back(q.data() + (first + r) * head_dim);
-        out_rows.push_back(out.data() + r * head_dim);
+  // 72: not a multiple of 16 (remainder loops); 64: a common head size; 20: not a multiple of 8
+  // (groups of up to 4 rows cannot put positions in lanes).
+  for (int64_t head_dim : {72, 64, 20}) {
+    SCOPED_TRACE("head_dim=" + std::to_string(head_dim));
+    constexpr int64_t positions = 150;
+    const auto q = testing::random_floats(kAttentionMaxRows * head_dim, 11, -2.0f, 2.0f);
+    const auto k = testing::random_floats(positions * head_dim, 12, -2.0f, 2.0f);
+    const auto v = testing::random_floats(positions * head_dim, 13);
+    std::vector<int64_t> offsets(positions);
+    for (int64_t p = 0; p < positions; ++p) offsets[p] = p * head_dim;
+    // Rows see different numbers of positions (a causal chunk), some inside one tile, some not.
+    std::vector<int64_t> limits(kAttentionMaxRows);
+    for (int64_t r = 0; r < kAttentionMaxRows; ++r) limits[r] = 1 + (r * 37) % positions;
+    std::vector<float> scratch(attention_rows::scratch_floats(head_dim));
+    std::vector<float> scalar_all;
+    for (Isa isa : testing::supported_isas()) {
+      SCOPED_TRACE(isa_name(isa));
+      const IsaKernels& kernels = isa_kernels(isa);
+      const auto run = [&](int64_t first, int64_t count) {
+        std::vector<float> out(static_cast<size_t>(count * head_dim));
+        std::vector<const float*> q_rows;
+        std::vector<float*> out_rows;
+        for (int64_t r = 0; r < count; ++r) {
+          q_rows.push_back(q.data() + (first + r) * head_dim);
+          out_rows.push_back(out.data() + r * head_dim);
+        }
+        kernels.attend_rows(q_rows.data(), out_rows.data(), limits.data() + first, count, k.data(),
+                            v.data(), offsets.data(), head_dim, 0.125f, scratch.data());
+        return out;
+      };
+      const auto all = run(0, kAttentionMaxRows);
+      for (int64_t count : {1, 2, 3, 4, 5, 8, 11}) {
+        for (int64_t first = 0; first + count <= kAttentionMaxRows; first += count) {
+          const auto some = run(first, count);
+          for (int64_t i = 0; i < count * head_dim; ++i)
+            ASSERT_EQ(some[i], all[first * head_dim + i]) << "rows " << first << "+" << count;
+        }
       }
-      kernels.attend_rows(q_rows.data(), out_rows.data(), limits.data() + first, count, k.data(),
-                          v.data(), offsets.data(), head_dim, 0.125f, scratch.data());
-      return out;
-    };
-    const auto all = run(0, kAttentionMaxRows);
-    for (int64_t count : {1, 3, 4, 5, 8, 11}) {
-      for (int64_t first = 0; first + count <= kAttentionMaxRows; first += count) {
-        const auto some = run(first, count);
-        for (int64_t i = 0; i < count * head_dim; ++i)
-          ASSERT_EQ(some[i], all[first * head_dim + i]) << "rows " << first << "+" << count;
-      }
+      // Every ISA gives the scalar table's bits.
+      if (isa == Isa::kScalar) scalar_all = all;
+      ASSERT_EQ(all, scalar_all);
+      // And the values are right: row 0 sees one position, so it returns that V row exactly.
+      for (int64_t d = 0; d < head_dim; ++d) EXPECT_EQ(all[d], v[d]);
     }
-    // And the values are right: row 0 sees one position, so it returns that V row exactly.
-    for (int64_t d = 0; d < head_dim; ++d) EXPECT_EQ(all[d], v[d]);
   }
 }
 

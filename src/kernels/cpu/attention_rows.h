@@ -143,13 +143,187 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// The vector tables' attend_rows: up to four rows (a decode step's GQA group) in 128-bit lanes,
-// more in chunks of Wide's lanes. Every width runs the same operations per lane, so the same bits.
+// In place: r[i] becomes element i of each of the 8 input rows.
+static inline void transpose8(__m256 (&r)[8]) {
+  __m256 t[8], u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+
+// Up to 4 rows (a decode step's GQA group, or a single MHA row) with the positions in the 8
+// lanes instead of the rows: a K block of 8 positions x 8 dimensions is transposed in registers
+// and serves every row, and V rows are read along head_dim. Each (row, position) score, weight,
+// running max, sum and accumulator goes through exactly the operations attend<V> gives it, in
+// the same order (scores: one FMA chain over d from zero; maxima and the weight sum: position
+// by position; V: one FMA per position in order), so a row's result is the same bits as in the
+// rows-in-lanes kernel. R rows; J blocks of 8 positions and D blocks of 8 dimensions at a time
+// give the FMA chains room to overlap. head_dim must be a multiple of 8.
+template <int R, int J, int D>
+static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_rows,
+                                 const int64_t* num_positions, const float* k, const float* v,
+                                 const int64_t* offsets, int64_t head_dim, float scale,
+                                 float* scratch) {
+  using Y = lanes::Ymm;
+  using S = lanes::Scalar;
+  constexpr int64_t kTile = kAttentionPositionTile;
+  static_assert(kTile % (8 * J) == 0);
+  float* acc = scratch;                 // [R][head_dim]
+  float* weights = acc + R * head_dim;  // [R][kTile]
+  float running_max[R], denominator[R];
+  int64_t max_positions = 0;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    running_max[r] = -std::numeric_limits<float>::infinity();
+    denominator[r] = 0.0f;
+    max_positions = std::max(max_positions, num_positions[r]);
+    for (int64_t d = 0; d < head_dim; ++d) acc[r * head_dim + d] = 0.0f;
+  }
+  const __m256 lane_index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  // acc += w x V for DD blocks of 8 dimensions from d0, every row, positions in order.
+  const auto accumulate_v = [&]<int DD>(int64_t p0, int64_t tile, int64_t d0) {
+    __m256 a[DD][R];
+#pragma GCC unroll 8
+    for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
+    }
+    for (int64_t j = 0; j < tile; ++j) {
+      const float* vj = v + offsets[p0 + j] + d0;
+      __m256 w[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) w[r] = Y::set1(weights[r * kTile + j]);
+#pragma GCC unroll 8
+      for (int b = 0; b < DD; ++b) {
+        const __m256 vb = Y::load(vj + 8 * b);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[b][r] = Y::fmadd(w[r], vb, a[b][r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0 + 8 * b, a[b][r]);
+    }
+  };
+  for (int64_t p0 = 0; p0 < max_positions; p0 += kTile) {
+    const int64_t tile = std::min(kTile, max_positions - p0);
+    // Scores for 8 * J positions at a time (missing ones read position p0 and are masked).
+    for (int64_t j0 = 0; j0 < tile; j0 += 8 * J) {
+      const float* keys[J][8];
+#pragma GCC unroll 8
+      for (int b = 0; b < J; ++b) {
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const int64_t j = j0 + 8 * b + i;
+          keys[b][i] = k + offsets[p0 + (j < tile ? j : 0)];
+        }
+      }
+      __m256 s[J][R];
+#pragma GCC unroll 8
+      for (int b = 0; b < J; ++b) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) s[b][r] = Y::zero();
+      }
+      for (int64_t d0 = 0; d0 < head_dim; d0 += 8) {
+#pragma GCC unroll 8
+        for (int b = 0; b < J; ++b) {
+          __m256 kt[8];
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) kt[i] = _mm256_loadu_ps(keys[b][i] + d0);
+          transpose8(kt);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const float* q = q_rows[r] + d0;
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; ++t) s[b][r] = Y::fmadd(Y::set1(q[t]), kt[t], s[b][r]);
+          }
+        }
+      }
+      for (int b = 0; b < J && j0 + 8 * b < tile; ++b) {
+        const __m256 position = Y::add(Y::set1(static_cast<float>(p0 + j0 + 8 * b)), lane_index);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const auto valid = Y::less(position, Y::set1(static_cast<float>(num_positions[r])));
+          Y::store(weights + r * kTile + j0 + 8 * b,
+                   Y::select(valid, Y::mul(s[b][r], Y::set1(scale)),
+                             Y::set1(-std::numeric_limits<float>::infinity())));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      float* w = weights + r * kTile;
+      float tile_max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < tile; ++j) tile_max = S::max(tile_max, w[j]);
+      const float correction =
+          running_max[r] < tile_max ? lanes::exp_nonpositive<S>(running_max[r] - tile_max) : 1.0f;
+      running_max[r] = S::max(running_max[r], tile_max);
+      for (int64_t d = 0; d < head_dim; d += 8) {
+        float* a = acc + r * head_dim + d;
+        Y::store(a, Y::mul(Y::load(a), Y::set1(correction)));
+      }
+      denominator[r] *= correction;
+      const int64_t valid_here = std::clamp<int64_t>(num_positions[r] - p0, 0, tile);
+      for (int64_t j0 = 0; j0 < tile; j0 += 8) {
+        const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
+                                   Y::set1(static_cast<float>(valid_here)));
+        const __m256 e =
+            lanes::exp_nonpositive<Y>(Y::sub(Y::load(w + j0), Y::set1(running_max[r])));
+        Y::store(w + j0, Y::select(valid, e, Y::zero()));
+      }
+      for (int64_t j = 0; j < tile; ++j) denominator[r] += w[j];
+    }
+    int64_t d0 = 0;
+    for (; d0 + 8 * D <= head_dim; d0 += 8 * D) accumulate_v.template operator()<D>(p0, tile, d0);
+    for (; d0 < head_dim; d0 += 8) accumulate_v.template operator()<1>(p0, tile, d0);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const float inv = S::div(1.0f, denominator[r]);
+    for (int64_t d = 0; d < head_dim; ++d) out_rows[r][d] = acc[r * head_dim + d] * inv;
+  }
+}
+
+// The vector tables' attend_rows: up to four rows (a decode step's GQA group) with positions in
+// lanes when head_dim allows, else in 128-bit row lanes; more rows in chunks of Wide's lanes.
+// Every path runs the same operations per (row, position), so the same bits.
 template <typename Wide>
 static void attend_any(const float* const* q_rows, float* const* out_rows,
                        const int64_t* num_positions, int64_t num_rows, const float* k,
                        const float* v, const int64_t* offsets, int64_t head_dim, float scale,
                        float* scratch) {
+  if (num_rows <= 4 && head_dim % 8 == 0) {
+    // More positions (J) and dimensions (D) per pass where fewer rows leave registers free.
+    switch (num_rows) {
+      case 1:
+        return attend_keys_in_lanes<1, 4, 4>(q_rows, out_rows, num_positions, k, v, offsets,
+                                             head_dim, scale, scratch);
+      case 2:
+        return attend_keys_in_lanes<2, 2, 2>(q_rows, out_rows, num_positions, k, v, offsets,
+                                             head_dim, scale, scratch);
+      case 3:
+        return attend_keys_in_lanes<3, 1, 2>(q_rows, out_rows, num_positions, k, v, offsets,
+                                             head_dim, scale, scratch);
+      default:
+        return attend_keys_in_lanes<4, 1, 2>(q_rows, out_rows, num_positions, k, v, offsets,
+                                             head_dim, scale, scratch);
+    }
+  }
   if (num_rows <= 4) {
     attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets, head_dim, scale,
                        scratch);
