@@ -20,7 +20,8 @@ namespace {
 using testing::random_floats;
 
 constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
-                                  RowFormat::kQ4_K, RowFormat::kQ6_K};
+                                  RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K,
+                                  RowFormat::kQ6_K};
 
 struct alignas(64) Line {
   uint8_t bytes[64];
@@ -35,6 +36,8 @@ std::vector<uint8_t> weight_rows(RowFormat format, int64_t n, int64_t k, uint32_
     if (format == RowFormat::kQ8_0) quantize_row_q8_0(w.data() + j * k, row, k);
     if (format == RowFormat::kQ4_0) quantize_row_q4_0(w.data() + j * k, row, k);
     if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_0) quantize_row_q5_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_1) quantize_row_q5_1(w.data() + j * k, row, k);
   }
   return bytes;
 }
@@ -69,6 +72,7 @@ TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
   EXPECT_FALSE(can_interleave(RowFormat::kQ4_0, 12, 64));  // n % 8 != 0
   EXPECT_FALSE(can_interleave(RowFormat::kQ4_K, 8, 96));   // k % 256 != 0
   EXPECT_TRUE(can_interleave(RowFormat::kQ6_K, 8, 256));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ5_0, 8, 32));
   EXPECT_FALSE(can_interleave(RowFormat::kQ5_K, 8, 256));
   EXPECT_FALSE(can_interleave(RowFormat::kF16, 8, 64));
 }

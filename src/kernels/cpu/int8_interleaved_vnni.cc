@@ -4,7 +4,8 @@
 // A 512-bit weight word holds 8 bytes of each of 8 rows: int32 lane 2r covers row r's elements
 // 8c..8c+3 and lane 2r + 1 its elements 8c+4..8c+7 (c: the word's place in the block), so the
 // activations of word c are 8 bytes broadcast to every row. Weights become unsigned bytes (Q8_0:
-// xor 0x80, i.e. +128; nibbles already are) and the zero point z (128 for Q8_0, 8 for Q4_0) is
+// xor 0x80, i.e. +128; nibbles already are; Q5 adds 16 where the fifth bit is set) and the zero
+// point z (128 for Q8_0, 8 for Q4_0, 16 for Q5_0) is
 // taken back through the int32 accumulator's start, -z * (sum of the lane's activations), which
 // the prepared activations carry for both lane halves. Per (8 weight rows, activation row,
 // block of 32):
@@ -113,24 +114,34 @@ static inline void accumulate(const __m512i (&u)[4], __m512 dw, __m512 mw, const
   }
 }
 
-// Bytes of one block of 32 for 8 rows.
+// GGML's bytes per block of 32 (as quant_blocks.h, whose inline helpers this file must not pull
+// in), and per block of 32 for 8 rows.
 template <RowFormat F>
-constexpr int64_t kGroupBlockBytes = kRows*(F == RowFormat::kQ8_0   ? 34
-                                            : F == RowFormat::kQ4_0 ? 18
-                                                                    : 20);
+constexpr int64_t kBlockBytes = F == RowFormat::kQ8_0   ? 34
+                                : F == RowFormat::kQ4_0 ? 18
+                                : F == RowFormat::kQ4_1 ? 20
+                                : F == RowFormat::kQ5_0 ? 22
+                                                        : 24;
+template <RowFormat F>
+constexpr int64_t kGroupBlockBytes = kRows* kBlockBytes<F>;
 
-// Q8_0, Q4_0, Q4_1: blocks of 32.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: blocks of 32.
 template <RowFormat F, int RX>
 void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
-  constexpr bool kMin = F == RowFormat::kQ4_1;
-  constexpr int kZeroShift = F == RowFormat::kQ8_0 ? 7 : F == RowFormat::kQ4_0 ? 3 : 0;
+  constexpr bool kMin = F == RowFormat::kQ4_1 || F == RowFormat::kQ5_1;
+  constexpr bool kFifthBit = F == RowFormat::kQ5_0 || F == RowFormat::kQ5_1;
+  constexpr int kZeroShift = F == RowFormat::kQ8_0   ? 7
+                             : F == RowFormat::kQ4_0 ? 3
+                             : F == RowFormat::kQ5_0 ? 4
+                                                     : 0;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block = g + b * kGroupBlockBytes<F>;
     if constexpr (RX == 1) prefetch_ahead(block, kGroupBlockBytes<F>);
     const __m512 dw = row_pairs(_mm512_castps256_ps512(f16x8(block)));
     const __m512 mw = kMin ? row_pairs(_mm512_castps256_ps512(f16x8(block + 16))) : dw;
-    const uint8_t* qs = block + (kMin ? 32 : 16);
+    const uint8_t* qh = block + (kMin ? 32 : 16);  // Q5 only
+    const uint8_t* qs = qh + (kFifthBit ? 32 : 0);
     __m512i u[4];
     if constexpr (F == RowFormat::kQ8_0) {
       const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -142,6 +153,15 @@ void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512
       u[1] = _mm512_and_si512(b1, low4);
       u[2] = _mm512_and_si512(_mm512_srli_epi16(a, 4), low4);
       u[3] = _mm512_and_si512(_mm512_srli_epi16(b1, 4), low4);
+      if constexpr (kFifthBit) {
+        // Qh byte t of the 8 rows is the fifth-bit mask of word t's bytes: add 16 where set.
+        const __m512i sixteen = _mm512_set1_epi8(16);
+        for (int t = 0; t < 4; ++t) {
+          uint64_t bits;
+          std::memcpy(&bits, qh + 8 * t, 8);
+          u[t] = _mm512_mask_add_epi8(u[t], static_cast<__mmask64>(bits), u[t], sixteen);
+        }
+      }
     }
     accumulate<RX, kZeroShift, kMin>(u, dw, mw, x + b, blocks, acc);
   }
@@ -339,6 +359,10 @@ void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, cons
       return gemm<RowFormat::kQ4_0>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ4_1:
       return gemm<RowFormat::kQ4_1>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ5_0:
+      return gemm<RowFormat::kQ5_0>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ5_1:
+      return gemm<RowFormat::kQ5_1>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ4_K:
       return gemm<RowFormat::kQ4_K>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ6_K:

@@ -20,6 +20,10 @@ std::span<const Field> fields(RowFormat format) {
   static constexpr Field kQ4_0[] = {{0, 2, 2}, {2, 16, 8}};
   static constexpr Field kQ4_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 16, 8}};
   static constexpr Field kQ8_0[] = {{0, 2, 2}, {2, 32, 8}};
+  // Q5's 32 fifth bits cut into bytes: byte t of the 8 rows' qh side by side is one 64-bit mask,
+  // bit 8r + e = element 8t + e of row r, the byte order of the quant words.
+  static constexpr Field kQ5_0[] = {{0, 2, 2}, {2, 4, 1}, {6, 16, 8}};
+  static constexpr Field kQ5_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 16, 8}};
   static constexpr Field kQ4_K[] = {
       {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
   static constexpr Field kQ6_K[] = {{0, 128, 8},
@@ -33,6 +37,10 @@ std::span<const Field> fields(RowFormat format) {
       return kQ4_1;
     case RowFormat::kQ8_0:
       return kQ8_0;
+    case RowFormat::kQ5_0:
+      return kQ5_0;
+    case RowFormat::kQ5_1:
+      return kQ5_1;
     case RowFormat::kQ4_K:
       return kQ4_K;
     case RowFormat::kQ6_K:
@@ -51,6 +59,8 @@ inline void copy_word(uint8_t* dst, const uint8_t* src, int64_t bytes) {
     std::memcpy(dst, src, 4);
   } else if (bytes == 2) {
     std::memcpy(dst, src, 2);
+  } else if (bytes == 1) {
+    *dst = *src;
   } else {
     std::memcpy(dst, src, static_cast<size_t>(bytes));
   }

@@ -5,6 +5,8 @@
 //   Q4_0  d: 8 x 2 B | qs: 2 words of 8 B x 8 rows               (144 B)
 //   Q4_1  d: 8 x 2 B | m: 8 x 2 B | qs: 2 words x 8 rows x 8 B   (160 B)
 //   Q8_0  d: 8 x 2 B | qs: 4 words x 8 rows x 8 B                (272 B)
+//   Q5_0  d: 8 x 2 B | qh: 4 words of 1 B x 8 rows | qs: 2 words x 8 rows x 8 B   (176 B)
+//   Q5_1  d: 8 x 2 B | m: 8 x 2 B | qh: 4 x 8 x 1 B | qs: 2 words x 8 rows x 8 B (192 B)
 //   Q4_K  d: 8 x 2 B | dmin: 8 x 2 B | scales: 3 words x 8 rows x 4 B | qs: 16 words x 8 rows x 8 B
 //   Q6_K  ql: 16 words x 8 rows x 8 B | qh: 8 words x 8 rows x 8 B | scales: 8 words (pairs) x 8
 //         rows x 2 B | d: 8 x 2 B                                   (1680 B)
@@ -21,8 +23,8 @@ namespace lm::kernels {
 
 inline constexpr int64_t kInterleavedRows = 8;
 
-// True when n rows of k elements in `format` have an interleaved layout: Q8_0, Q4_0, Q4_1, Q4_K
-// and Q6_K, n a multiple of 8, k a multiple of the block size.
+// True when n rows of k elements in `format` have an interleaved layout: Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q4_K and Q6_K, n a multiple of 8, k a multiple of the block size.
 bool can_interleave(RowFormat format, int64_t n, int64_t k);
 
 // dst (n * row_bytes(format, k) bytes) = the n rows at src (row j at src + j * src_row_bytes)
