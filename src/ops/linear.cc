@@ -82,11 +82,13 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
   }
   thread_local kernels::InterleavedInput input;
   input.prepare(x.as<float>(), x.dim(0), x.dim(1), pool);
+  std::vector<kernels::InterleavedProduct> products;
+  products.reserve(outputs.size());
   for (const LinearOutput& o : outputs) {
     const float* bias_data = check_linear(x, *o.w, o.bias, *o.y);
-    kernels::matmul_interleaved(checked_format(*o.w), o.w->data, input, o.y->as<float>(),
-                                o.w->dim(0), pool, bias_data);
+    products.push_back({checked_format(*o.w), o.w->data, o.w->dim(0), o.y->as<float>(), bias_data});
   }
+  kernels::matmul_interleaved(products, input, pool);
 }
 
 std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {

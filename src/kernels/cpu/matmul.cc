@@ -181,42 +181,63 @@ void matmul_interleaved(RowFormat format, const void* w, const float* x, float* 
 
 void matmul_interleaved(RowFormat format, const void* w, const InterleavedInput& x, float* y,
                         int64_t n, ThreadPool& pool, const float* bias, Isa isa) {
+  const InterleavedProduct product{format, w, n, y, bias};
+  matmul_interleaved({&product, 1}, x, pool, isa);
+}
+
+void matmul_interleaved(std::span<const InterleavedProduct> products, const InterleavedInput& x,
+                        ThreadPool& pool, Isa isa) {
   const int64_t m = x.rows(), k = x.k();
-  LM_CHECK(has_interleaved_matmul(isa) && can_interleave(format, n, k));
+  LM_CHECK(has_interleaved_matmul(isa));
+  for (const InterleavedProduct& p : products) LM_CHECK(can_interleave(p.format, p.n, k));
   const IsaKernels& kernels = isa_kernels(isa);
   const int64_t prepared_row_bytes = int8_interleaved_row_bytes(k);
   const auto* px = static_cast<const uint8_t*>(x.data());
-  const int64_t group_bytes = kInterleavedRows * row_bytes(format, k);
   const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / prepared_row_bytes));
-  const auto* w_bytes = static_cast<const uint8_t*>(w);
-  auto groups = [&](int64_t begin, int64_t end) {
+  // Groups [begin, end) of one product.
+  auto groups = [&](const InterleavedProduct& p, int64_t begin, int64_t end) {
+    const int64_t group_bytes = kInterleavedRows * row_bytes(p.format, k);
     const int64_t j0 = begin * kInterleavedRows, j1 = end * kInterleavedRows;
     for (int64_t m0 = 0; m0 < m; m0 += m_block) {
       const int64_t m1 = std::min(m, m0 + m_block);
-      kernels.int8_interleaved_gemm(format, w_bytes + begin * group_bytes, j1 - j0,
-                                    px + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + j0, n);
+      kernels.int8_interleaved_gemm(
+          p.format, static_cast<const uint8_t*>(p.w) + begin * group_bytes, j1 - j0,
+          px + m0 * prepared_row_bytes, m1 - m0, k, p.y + m0 * p.n + j0, p.n);
     }
-    if (bias) {
+    if (p.bias) {
       for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = j0; j < j1; ++j) y[i * n + j] += bias[j];
+        for (int64_t j = j0; j < j1; ++j) p.y[i * p.n + j] += p.bias[j];
       }
     }
   };
-  // Threads claim chunks of groups from a shared counter rather than taking fixed shares: a
-  // thread that starts late (a worker woken from sleep) or runs slower takes fewer chunks instead
-  // of holding the others up at the end of the call (7B Q4_0 decode at 2 threads: 6.7-7.5 ->
-  // 7.6-7.8 tokens/s in alternating runs).
-  const int64_t num_groups = n / kInterleavedRows;
+  // All products' groups are cut into chunks that threads claim from a shared counter, in one
+  // pool call: a thread that starts late (a worker woken from sleep) or runs slower takes fewer
+  // chunks instead of holding the others up at the end (7B Q4_0 decode at 2 threads: 6.7-7.5 ->
+  // 7.6-7.8 tokens/s in alternating runs), and q/k/v or gate/up cost one dispatch, not several.
+  int64_t total_groups = 0;
+  for (const InterleavedProduct& p : products) total_groups += p.n / kInterleavedRows;
   const int64_t threads = pool.num_threads();
   const int64_t chunk = std::max<int64_t>(
       kTileRows / kInterleavedRows,
-      (num_groups + kChunksPerThread * threads - 1) / (kChunksPerThread * threads));
-  const int64_t num_chunks = (num_groups + chunk - 1) / chunk;
+      (total_groups + kChunksPerThread * threads - 1) / (kChunksPerThread * threads));
+  std::vector<int64_t> first_chunk;  // of each product, then the total
+  first_chunk.reserve(products.size() + 1);
+  int64_t num_chunks = 0;
+  for (const InterleavedProduct& p : products) {
+    first_chunk.push_back(num_chunks);
+    num_chunks += (p.n / kInterleavedRows + chunk - 1) / chunk;
+  }
+  first_chunk.push_back(num_chunks);
   std::atomic<int64_t> next{0};
   pool.parallel_for(std::min(threads, num_chunks), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      for (int64_t c = next.fetch_add(1); c < num_chunks; c = next.fetch_add(1))
-        groups(c * chunk, std::min(num_groups, (c + 1) * chunk));
+      for (int64_t c = next.fetch_add(1); c < num_chunks; c = next.fetch_add(1)) {
+        size_t i = 0;
+        while (first_chunk[i + 1] <= c) ++i;
+        const InterleavedProduct& p = products[i];
+        const int64_t g0 = (c - first_chunk[i]) * chunk;
+        groups(p, g0, std::min(p.n / kInterleavedRows, g0 + chunk));
+      }
     }
   });
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -45,6 +46,19 @@ class InterleavedInput {
 void matmul_interleaved(RowFormat format, const void* w, const InterleavedInput& x, float* y,
                         int64_t n, ThreadPool& pool, const float* bias = nullptr,
                         Isa isa = best_isa());
+
+// One of several products with the same prepared input.
+struct InterleavedProduct {
+  RowFormat format;
+  const void* w;  // n interleaved rows
+  int64_t n;
+  float* y;           // [x.rows(), n]
+  const float* bias;  // [n] or null
+};
+
+// Every product in one pool call (their work shares the threads' chunks).
+void matmul_interleaved(std::span<const InterleavedProduct> products, const InterleavedInput& x,
+                        ThreadPool& pool, Isa isa = best_isa());
 
 // The same product for W stored as n interleaved rows (interleave_rows; can_interleave(format, n,
 // k)), always with int8-quantized activations. Work is split over groups of 8 rows. Requires
