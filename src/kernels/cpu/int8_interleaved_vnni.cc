@@ -192,22 +192,30 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
     const uint8_t* qs = block + 128;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      // Words 4j..4j+3: low nibbles are group 2j, high nibbles group 2j + 1.
-      __m512i lo[4], hi[4];
-      for (int c = 0; c < 4; ++c) {
-        const __m512i w = load512(qs + 64 * (4 * j + c));
-        lo[c] = _mm512_and_si512(w, low4);
-        hi[c] = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
-      }
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        const int group = 2 * j + h;
+      // Words 4j..4j+3: low nibbles are group 2j, high nibbles group 2j + 1. (Two separate arrays
+      // and calls: choosing between them by reference made GCC keep both on the stack.)
+      const auto group_scales = [&](int group, __m512& dw, __m512& mw) {
         const __m512i bytes = _mm512_and_si512(
             _mm512_srli_epi32(group < 4 ? low : high, static_cast<unsigned>(8 * (group % 4))),
             _mm512_set1_epi32(0xff));
         const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), d);
-        accumulate<RX, 0, true>(h == 0 ? lo : hi, row_pairs(scaled), row_pairs(scaled, true),
-                                x + sb * kquant::kGroups + group, blocks, acc);
+        dw = row_pairs(scaled);
+        mw = row_pairs(scaled, true);
+      };
+      __m512i w[4];
+      for (int c = 0; c < 4; ++c) w[c] = load512(qs + 64 * (4 * j + c));
+      __m512 dw, mw;
+      {
+        __m512i lo[4];
+        for (int c = 0; c < 4; ++c) lo[c] = _mm512_and_si512(w[c], low4);
+        group_scales(2 * j, dw, mw);
+        accumulate<RX, 0, true>(lo, dw, mw, x + sb * kquant::kGroups + 2 * j, blocks, acc);
+      }
+      {
+        __m512i hi[4];
+        for (int c = 0; c < 4; ++c) hi[c] = _mm512_and_si512(_mm512_srli_epi16(w[c], 4), low4);
+        group_scales(2 * j + 1, dw, mw);
+        accumulate<RX, 0, true>(hi, dw, mw, x + sb * kquant::kGroups + 2 * j + 1, blocks, acc);
       }
     }
   }
