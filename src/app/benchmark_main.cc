@@ -51,9 +51,9 @@ int run(const Options& o) {
   }
   (*model)->set_int8_activations(o.int8_activations);
   lm::ThreadPool pool(o.num_threads);
-  fmt::print("model {} | threads {} | kernels {} | int8 activations {}\n", o.model_id,
-             pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
-             o.int8_activations ? "on" : "off");
+  fmt::print("model {} | threads {} | kernels {} | int8 activations {} | interleaved weights {}\n",
+             o.model_id, pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
+             o.int8_activations ? "on" : "off", (*model)->num_interleaved_weights());
   nlohmann::json machine;
   if (o.measure_machine) {
     const lm::MachineLimits m = lm::measure_machine_limits(pool);
@@ -110,6 +110,7 @@ int run(const Options& o) {
                           {"threads", pool.num_threads()},
                           {"kernels", lm::kernels::isa_name(lm::kernels::best_isa())},
                           {"int8_activations", o.int8_activations},
+                          {"interleaved_weights", (*model)->num_interleaved_weights()},
                           {"warmups", o.warmups},
                           {"machine", machine},
                           {"cases", cases}};

@@ -76,6 +76,8 @@ int run_server(const LauncherArgs& args) {
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const ModelConfig& config = (*model)->config();
   (*model)->set_int8_activations(args.int8_activations);
+  if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
+    log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
 
   ModelLimits limits;
   limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);

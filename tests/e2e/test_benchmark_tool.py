@@ -1,0 +1,40 @@
+"""text-generation-benchmark end to end on the default model: the JSON it writes holds a case per
+batch size with prefill and decode statistics, and on a CPU with the interleaved int8 GEMM
+(AVX-512 VNNI) the model's Linear weights are interleaved (seven per layer plus the tied head)."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import MODEL, ROOT
+
+BENCHMARK = ROOT / "build/src/app/text-generation-benchmark"
+
+
+def run_benchmark(tmp_path, *args):
+    if not BENCHMARK.exists():
+        pytest.fail(f"{BENCHMARK} not built")
+    out = tmp_path / "bench.json"
+    subprocess.run([str(BENCHMARK), "--model-id", MODEL, "-b", "1", "-b", "2", "-s", "8", "-d", "4",
+                    "-r", "1", "-w", "0", "--num-threads", "2", "--output", str(out), *args],
+                   check=True, stdout=subprocess.PIPE, timeout=300)
+    return json.loads(out.read_text())
+
+
+def test_writes_a_case_per_batch_size_and_reports_interleaved_weights(tmp_path):
+    doc = run_benchmark(tmp_path)
+    assert doc["tool"] == "text-generation-benchmark"
+    assert [c["batch_size"] for c in doc["cases"]] == [1, 2]
+    for case in doc["cases"]:
+        assert case["prefill_tokens_per_second"]["mean"] > 0
+        assert case["decode_tokens_per_second"]["mean"] > 0
+    layers = 30  # SmolLM2-135M
+    expected = 7 * layers + 1 if doc["kernels"] == "avx512-vnni" else 0
+    assert doc["int8_activations"] is True
+    assert doc["interleaved_weights"] == expected
+
+
+def test_fp32_activations_keep_the_weights_in_rows(tmp_path):
+    doc = run_benchmark(tmp_path, "--int8-activations", "false")
+    assert doc["int8_activations"] is False
+    assert doc["interleaved_weights"] == 0
