@@ -202,18 +202,19 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
         dw = row_pairs(scaled);
         mw = row_pairs(scaled, true);
       };
-      __m512i w[4];
-      for (int c = 0; c < 4; ++c) w[c] = load512(qs + 64 * (4 * j + c));
+      // The words are loaded again for the high nibbles (from L1): keeping them live through
+      // the first group's accumulation spilled the 8-row prefill tile.
       __m512 dw, mw;
       {
         __m512i lo[4];
-        for (int c = 0; c < 4; ++c) lo[c] = _mm512_and_si512(w[c], low4);
+        for (int c = 0; c < 4; ++c) lo[c] = _mm512_and_si512(load512(qs + 64 * (4 * j + c)), low4);
         group_scales(2 * j, dw, mw);
         accumulate<RX, 0, true>(lo, dw, mw, x + sb * kquant::kGroups + 2 * j, blocks, acc);
       }
       {
         __m512i hi[4];
-        for (int c = 0; c < 4; ++c) hi[c] = _mm512_and_si512(_mm512_srli_epi16(w[c], 4), low4);
+        for (int c = 0; c < 4; ++c)
+          hi[c] = _mm512_and_si512(_mm512_srli_epi16(load512(qs + 64 * (4 * j + c)), 4), low4);
         group_scales(2 * j + 1, dw, mw);
         accumulate<RX, 0, true>(hi, dw, mw, x + sb * kquant::kGroups + 2 * j + 1, blocks, acc);
       }
