@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/check.h"
+
 namespace lm {
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -55,7 +57,11 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
-void MappedFile::drop_pages(const void* p, size_t bytes) {
+void MappedFile::drop_pages(const void* p, size_t bytes) const {
+  const auto* first_byte = static_cast<const uint8_t*>(p);
+  LM_CHECK_MSG(first_byte >= data_ && bytes <= size_ &&
+                   static_cast<size_t>(first_byte - data_) <= size_ - bytes,
+               "drop_pages outside the mapping");
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(p);
   const uintptr_t first = (begin + page - 1) / page * page;

@@ -27,10 +27,11 @@ class MappedFile {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
 
-  // Takes the pages that lie wholly inside [p, p + bytes), part of some MappedFile, out of the
-  // process's resident memory (madvise DONTNEED): for data that was copied elsewhere. The
-  // mapping stays valid; a later read brings the pages back from the file.
-  static void drop_pages(const void* p, size_t bytes);
+  // Takes the pages that lie wholly inside [p, p + bytes), which must be part of this mapping
+  // (checked), out of the process's resident memory (madvise DONTNEED): for data that was copied
+  // elsewhere. The mapping is read-only and private, so nothing is lost: it stays valid and a
+  // later read brings the pages back from the file.
+  void drop_pages(const void* p, size_t bytes) const;
 
  private:
   const uint8_t* data_ = nullptr;

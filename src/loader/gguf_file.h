@@ -60,6 +60,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   // A view of a tensor's bytes inside the mapping.
   Tensor tensor(const GgufTensorInfo& info) const;
+  // MappedFile::drop_pages for bytes of this file's mapping (e.g. a tensor copied elsewhere).
+  void drop_pages(const void* p, size_t bytes) const { file_.drop_pages(p, bytes); }
 
   // Typed metadata accessors: nullopt when absent, Error when present with the wrong type.
   Result<std::optional<std::string>> get_string(const std::string& key) const;

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <optional>
 
-#include "base/mapped_file.h"
 #include "loader/gguf_file.h"
 #include "model/rope_frequencies.h"
 #include "ops/layers.h"
@@ -102,7 +101,7 @@ void LlamaModel::interleave_weights() {
     std::optional<Tensor> packed = ops::interleave_for_cpu(w, storage);
     if (!packed) return;
     if (gguf_ != nullptr && w.data != table)
-      MappedFile::drop_pages(w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
+      gguf_->drop_pages(w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
     w = *packed;
     interleaved_.push_back(std::move(storage));
   };

@@ -39,7 +39,7 @@ class LlamaModel {
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
   // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way
   // (ops::interleave_for_cpu) and hands the mapped file's copies of them back to the kernel, so
-  // it cannot be turned off again once weights are interleaved.
+  // it cannot be turned off again.
   void set_int8_activations(bool on);
   // How many weight matrices are stored interleaved.
   int64_t num_interleaved_weights() const { return static_cast<int64_t>(interleaved_.size()); }

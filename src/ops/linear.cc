@@ -80,14 +80,14 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
     for (const LinearOutput& o : outputs) linear(x, *o.w, o.bias, *o.y, pool, quantize_activations);
     return;
   }
-  thread_local kernels::InterleavedInput input;
-  input.prepare(x.as<float>(), x.dim(0), x.dim(1), pool);
   std::vector<kernels::InterleavedProduct> products;
   products.reserve(outputs.size());
   for (const LinearOutput& o : outputs) {
     const float* bias_data = check_linear(x, *o.w, o.bias, *o.y);
     products.push_back({checked_format(*o.w), o.w->data, o.w->dim(0), o.y->as<float>(), bias_data});
   }
+  thread_local kernels::InterleavedInput input;
+  input.prepare(x.as<float>(), x.dim(0), x.dim(1), pool);
   kernels::matmul_interleaved(products, input, pool);
 }
 

@@ -37,8 +37,8 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
 // When this CPU has the int8 GEMM over interleaved rows and w's dtype and shape allow it
 // (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K with rows a multiple of
 // 8): w's rows interleaved into `storage` (same bytes), and a view of them with layout
-// kInterleaved8, valid while `storage` lives. Otherwise nullopt. Only linear() reads interleaved
-// weights.
+// kInterleaved8, valid while `storage` lives. Otherwise nullopt. Only linear() and
+// linear_shared_input() read interleaved weights.
 std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
 
 // out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).

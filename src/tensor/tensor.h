@@ -20,7 +20,7 @@ std::string shape_string(const Shape& shape);
 int64_t num_elements(const Shape& shape);
 
 // How a 2-D weight's rows are stored: one after another, or interleaved 8 at a time for the
-// CPU's int8 GEMM (kernels/cpu/interleaved_rows.h; only ops::linear reads those).
+// CPU's int8 GEMM (kernels/cpu/interleaved_rows.h; only the ops::linear functions read those).
 enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
 
 struct Tensor {

@@ -118,8 +118,9 @@ TEST(AttendRows, ARowGivesTheSameBitsAloneOrInAnyGroupOnEveryIsa) {
     const auto q = testing::random_floats(kAttentionMaxRows * head_dim, 11, -2.0f, 2.0f);
     const auto k = testing::random_floats(positions * head_dim, 12, -2.0f, 2.0f);
     const auto v = testing::random_floats(positions * head_dim, 13);
+    // Positions in shuffled slots, as a paged cache's block table gives them.
     std::vector<int64_t> offsets(positions);
-    for (int64_t p = 0; p < positions; ++p) offsets[p] = p * head_dim;
+    for (int64_t p = 0; p < positions; ++p) offsets[p] = ((p * 61) % positions) * head_dim;
     // Rows see different numbers of positions (a causal chunk), some inside one tile, some not.
     std::vector<int64_t> limits(kAttentionMaxRows);
     for (int64_t r = 0; r < kAttentionMaxRows; ++r) limits[r] = 1 + (r * 37) % positions;
@@ -152,7 +153,7 @@ TEST(AttendRows, ARowGivesTheSameBitsAloneOrInAnyGroupOnEveryIsa) {
       if (isa == Isa::kScalar) scalar_all = all;
       ASSERT_EQ(all, scalar_all);
       // And the values are right: row 0 sees one position, so it returns that V row exactly.
-      for (int64_t d = 0; d < head_dim; ++d) EXPECT_EQ(all[d], v[d]);
+      for (int64_t d = 0; d < head_dim; ++d) EXPECT_EQ(all[d], v[offsets[0] + d]);
     }
   }
 }

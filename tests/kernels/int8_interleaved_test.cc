@@ -202,5 +202,23 @@ TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
   }
 }
 
+// More activation rows than one block of prepared rows that stays in cache (the GEMM's m
+// blocking): still the same bits as each row alone.
+TEST_F(Int8Interleaved, ManyRowsMatchEachRowAlone) {
+  ThreadPool two(2);
+  constexpr int64_t k = 256, n = 16, m = 600;
+  const auto w = interleaved(RowFormat::kQ4_0, weight_rows(RowFormat::kQ4_0, n, k, 71), n, k);
+  const auto x = random_floats(m * k, 73);
+  std::vector<float> batched(static_cast<size_t>(m * n));
+  matmul_interleaved(RowFormat::kQ4_0, w.data(), x.data(), batched.data(), m, n, k, two, nullptr,
+                     Isa::kAvx512Vnni);
+  for (int64_t i = 0; i < m; i += 37) {
+    std::vector<float> single(static_cast<size_t>(n));
+    matmul_interleaved(RowFormat::kQ4_0, w.data(), x.data() + i * k, single.data(), 1, n, k, two,
+                       nullptr, Isa::kAvx512Vnni);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(single[j], batched[i * n + j]) << i << "," << j;
+  }
+}
+
 }  // namespace
 }  // namespace lm::kernels

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "../kernels/kernel_test_util.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
@@ -77,6 +78,56 @@ TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {
   for (int64_t i = 0; i < m * 40; ++i) {
     ASSERT_EQ(sb.f32()[i], yb.f32()[i]) << i;
     ASSERT_NEAR(sb.f32()[i], rb.f32()[i], 1e-4f * (1.0f + std::abs(rb.f32()[i])));
+  }
+}
+
+// A Q4_K_M layer mixes formats in one shared-input call (Q4_K q/k, Q6_K v): one preparation of
+// x serves them all, and each output matches its own linear() call bit for bit.
+TEST(InterleaveForCpu, SharedInputMixesFormats) {
+  if (!kernels::has_interleaved_matmul()) GTEST_SKIP() << "no interleaved int8 GEMM on this CPU";
+  ThreadPool pool(2);
+  constexpr int64_t m = 3, k = 512;
+  const std::pair<DType, kernels::RowFormat> formats[] = {
+      {DType::kQ4_K, kernels::RowFormat::kQ4_K},
+      {DType::kQ6_K, kernels::RowFormat::kQ6_K},
+      {DType::kQ4_0, kernels::RowFormat::kQ4_0}};
+  std::vector<Buffer> rows, packed;
+  std::vector<Tensor> weights;
+  for (const auto& [dtype, format] : formats) {
+    Buffer storage;
+    Tensor w;
+    if (dtype == DType::kQ4_0) {
+      w = q4_0_weight(16, k, 7, storage);
+    } else {
+      const auto bytes = kernels::testing::random_kquant_rows(format, 16, k, 8);
+      storage = Buffer({16, k}, dtype);
+      std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(storage.view().data));
+      w = storage.view();
+    }
+    Buffer p;
+    weights.push_back(*ops::interleave_for_cpu(w, p));
+    rows.push_back(std::move(storage));
+    packed.push_back(std::move(p));
+  }
+  Buffer x = random_input(m, k, 9);
+  std::vector<Buffer> shared, alone;
+  std::vector<Tensor> shared_t, alone_t;
+  for (int i = 0; i < 3; ++i) {
+    shared.emplace_back(Shape{m, 16});
+    alone.emplace_back(Shape{m, 16});
+  }
+  for (int i = 0; i < 3; ++i) {
+    shared_t.push_back(shared[i].view());
+    alone_t.push_back(alone[i].view());
+    ops::linear(x.view(), weights[i], {}, alone_t[i], pool);
+  }
+  ops::linear_shared_input(x.view(),
+                           {{&weights[0], {}, &shared_t[0]},
+                            {&weights[1], {}, &shared_t[1]},
+                            {&weights[2], {}, &shared_t[2]}},
+                           pool);
+  for (int i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < m * 16; ++j) ASSERT_EQ(shared[i].f32()[j], alone[i].f32()[j]) << i;
   }
 }
 

@@ -7,7 +7,9 @@
 //
 // Lanes never interact: a row's result is the same bits whichever rows share its call and
 // whichever vector width runs it (every width executes the same operations per lane), so
-// attention stays batch-invariant. Rows may see different numbers of positions (causal prefill):
+// attention stays batch-invariant. Groups of up to 4 rows (decode) may instead put positions in
+// lanes (attend_keys_in_lanes): the same operations per (row, position) in the same order, so
+// the same bits again. Rows may see different numbers of positions (causal prefill):
 // positions past a row's own are masked out of its max, weights and sums.
 // The template is instantiated only in the per-ISA kernel files with a lane_math.h policy;
 // it is `static` for the reason kernels_avx2.cc gives.
@@ -278,7 +280,10 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
         Y::store(a, Y::mul(Y::load(a), Y::set1(correction)));
       }
       denominator[r] *= correction;
-      const int64_t valid_here = std::clamp<int64_t>(num_positions[r] - p0, 0, tile);
+      // Positions of this tile the row sees (num_positions[r] > p0 is not guaranteed: rows of a
+      // causal chunk end at different positions).
+      const int64_t seen = num_positions[r] - p0;
+      const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
       for (int64_t j0 = 0; j0 < tile; j0 += 8) {
         const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
                                    Y::set1(static_cast<float>(valid_here)));

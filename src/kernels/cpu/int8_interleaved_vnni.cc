@@ -11,7 +11,7 @@
 // block of 32):
 //   dot = vpdpbusd x 4 (words 0-3) from -z * half sums          exact in int32
 //   acc += (row scales per lane * activation scale) * float(dot)
-//   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q4_K)
+//   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q5_1, Q4_K)
 // (Q6_K, with a scale per 16 elements, sums words 0-1 and 2-3 separately.)
 // and at the end row r's result is lane 2r + lane 2r + 1.
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
@@ -303,7 +303,7 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
 }
 
 // Every group against all m activation rows, 8 (then 4, 2, 1) at a time; a group's weights stay
-// in L1 while the activation rows stream past.
+// in L1 (L2 for long rows) while the activation rows stream past.
 template <RowFormat F>
 void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_t k, float* y,
           int64_t ldy) {
