@@ -16,6 +16,8 @@ namespace lm::kernels {
 namespace {
 
 using testing::random_floats;
+constexpr auto weight_rows = testing::quantized_weight_rows;
+constexpr auto quantized_rows = testing::quantized_activation_rows;
 
 constexpr RowFormat kTiledFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
                                        RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K,
@@ -24,28 +26,6 @@ constexpr RowFormat kTiledFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFo
 struct alignas(64) Line {
   uint8_t bytes[64];
 };
-
-std::vector<uint8_t> weight_rows(RowFormat format, int64_t n, int64_t k, uint32_t seed) {
-  if (is_kquant(format)) return testing::random_kquant_rows(format, n, k, seed);
-  const auto w = random_floats(n * k, seed);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n * row_bytes(format, k)));
-  for (int64_t j = 0; j < n; ++j) {
-    uint8_t* row = bytes.data() + j * row_bytes(format, k);
-    if (format == RowFormat::kQ8_0) quantize_row_q8_0(w.data() + j * k, row, k);
-    if (format == RowFormat::kQ4_0) quantize_row_q4_0(w.data() + j * k, row, k);
-    if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
-    if (format == RowFormat::kQ5_0) quantize_row_q5_0(w.data() + j * k, row, k);
-    if (format == RowFormat::kQ5_1) quantize_row_q5_1(w.data() + j * k, row, k);
-  }
-  return bytes;
-}
-
-std::vector<BlockQ8Act> quantized_rows(int64_t m, int64_t k, uint32_t seed) {
-  const auto x = random_floats(m * k, seed, -3.0f, 3.0f);
-  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * k / 32));
-  for (int64_t i = 0; i < m; ++i) quantize_row_q8_act(x.data() + i * k, xq.data() + i * k / 32, k);
-  return xq;
-}
 
 // y[m, n] through the tiled kernel directly.
 std::vector<float> tiled(RowFormat format, const std::vector<uint8_t>& w, int64_t n,
@@ -82,20 +62,7 @@ TEST_F(Int8Tiles, EveryFormatMatchesTheExactIntegerMath) {
       const auto w = weight_rows(format, n, k, 41);
       const auto xq = quantized_rows(m, k, 43);
       const auto y = tiled(format, w, n, xq.data(), m, k);
-      std::vector<float> deq(static_cast<size_t>(k));
-      for (int64_t j = 0; j < n; ++j) {
-        dequantize_row(format, w.data() + j * row_bytes(format, k), deq.data(), k, Isa::kScalar);
-        for (int64_t i = 0; i < m; ++i) {
-          double exact = 0.0, abs_sum = 0.0;
-          for (int64_t t = 0; t < k; ++t) {
-            const BlockQ8Act& b = xq[static_cast<size_t>((i * k + t) / 32)];
-            const double term = static_cast<double>(deq[t]) * b.qs[t % 32] * b.d;
-            exact += term;
-            abs_sum += std::abs(term);
-          }
-          ASSERT_NEAR(y[i * n + j], exact, 2e-5 * abs_sum + 1e-6) << i << "," << j;
-        }
-      }
+      testing::expect_exact_int8_math(format, w, n, xq, m, k, y);
     }
   }
 }

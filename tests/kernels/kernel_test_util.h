@@ -5,7 +5,12 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <cmath>
+
 #include "base/fp16.h"
+#include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/row_format.h"
 
@@ -59,6 +64,53 @@ inline std::vector<uint8_t> random_kquant_rows(RowFormat format, int64_t n, int6
     }
   }
   return bytes;
+}
+
+// n rows of k weights in `format`: random floats through GGML's quantizers for the block formats,
+// random_kquant_rows for the K-quants.
+inline std::vector<uint8_t> quantized_weight_rows(RowFormat format, int64_t n, int64_t k,
+                                                  uint32_t seed) {
+  if (is_kquant(format)) return random_kquant_rows(format, n, k, seed);
+  const auto w = random_floats(n * k, seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * row_bytes(format, k)));
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t* row = bytes.data() + j * row_bytes(format, k);
+    if (format == RowFormat::kQ8_0) quantize_row_q8_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ4_0) quantize_row_q4_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_0) quantize_row_q5_0(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ5_1) quantize_row_q5_1(w.data() + j * k, row, k);
+  }
+  return bytes;
+}
+
+// m rows of k random activations in [-3, 3] quantized to int8 blocks.
+inline std::vector<BlockQ8Act> quantized_activation_rows(int64_t m, int64_t k, uint32_t seed) {
+  const auto x = random_floats(m * k, seed, -3.0f, 3.0f);
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * k / 32));
+  for (int64_t i = 0; i < m; ++i) quantize_row_q8_act(x.data() + i * k, xq.data() + i * k / 32, k);
+  return xq;
+}
+
+// y[i * n + j] against the exact (double) sum of dequantized weight row j times the quantized
+// activation row i, to 2e-5 of the sum of the terms' magnitudes.
+inline void expect_exact_int8_math(RowFormat format, const std::vector<uint8_t>& w, int64_t n,
+                                   const std::vector<BlockQ8Act>& xq, int64_t m, int64_t k,
+                                   const std::vector<float>& y) {
+  std::vector<float> deq(static_cast<size_t>(k));
+  for (int64_t j = 0; j < n; ++j) {
+    dequantize_row(format, w.data() + j * row_bytes(format, k), deq.data(), k, Isa::kScalar);
+    for (int64_t i = 0; i < m; ++i) {
+      double exact = 0.0, abs_sum = 0.0;
+      for (int64_t t = 0; t < k; ++t) {
+        const BlockQ8Act& b = xq[static_cast<size_t>((i * k + t) / 32)];
+        const double term = static_cast<double>(deq[t]) * b.qs[t % 32] * b.d;
+        exact += term;
+        abs_sum += std::abs(term);
+      }
+      ASSERT_NEAR(y[i * n + j], exact, 2e-5 * abs_sum + 1e-6) << i << "," << j;
+    }
+  }
 }
 
 }  // namespace lm::kernels::testing
