@@ -55,6 +55,21 @@ struct PagedCache {
   }
 };
 
+// The CPU's paged attention (scalar table) on the same cache: the reference both kernels match.
+std::vector<float> cpu_attention(const Shape& s, const PagedCache& cache,
+                                 const std::vector<float>& q,
+                                 const std::vector<int32_t>& query_begins,
+                                 const std::vector<int32_t>& first_positions, int64_t num_seqs,
+                                 float scale) {
+  std::vector<float> out(q.size());
+  ThreadPool pool(0);
+  kernels::paged_attention(q.data(), cache.k_pool.data(), cache.v_pool.data(), out.data(),
+                           query_begins.data(), first_positions.data(), cache.block_tables.data(),
+                           cache.max_blocks_per_seq, num_seqs, s.num_heads, s.num_kv_heads,
+                           s.head_dim, s.block_size, scale, pool, Isa::kScalar);
+  return out;
+}
+
 // Decode: one query per sequence at its last position; compared with the CPU kernel given one
 // query row per sequence.
 void check_decode(const Shape& s, const std::vector<int64_t>& context_lens, uint32_t seed) {
@@ -71,12 +86,8 @@ void check_decode(const Shape& s, const std::vector<int64_t>& context_lens, uint
     first_positions[i] = static_cast<int32_t>(context_lens[i] - 1);
     lens[i] = static_cast<int32_t>(context_lens[i]);
   }
-  std::vector<float> expected(q.size());
-  ThreadPool pool(0);
-  kernels::paged_attention(q.data(), cache.k_pool.data(), cache.v_pool.data(), expected.data(),
-                           query_begins.data(), first_positions.data(), cache.block_tables.data(),
-                           cache.max_blocks_per_seq, num_seqs, s.num_heads, s.num_kv_heads,
-                           s.head_dim, s.block_size, scale, pool, Isa::kScalar);
+  const std::vector<float> expected =
+      cpu_attention(s, cache, q, query_begins, first_positions, num_seqs, scale);
 
   const int64_t max_len = *std::max_element(context_lens.begin(), context_lens.end());
   DeviceBuffer<float> d_q(q), d_k(cache.k_pool), d_v(cache.v_pool), d_out(q.size());
@@ -123,12 +134,8 @@ void check_prefill(const Shape& s, const std::vector<int64_t>& query_lens,
   const int64_t num_tokens = query_begins[num_seqs];
   const auto q = random_floats(num_tokens * s.num_heads * s.head_dim, seed + 3, -2, 2);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  std::vector<float> expected(q.size());
-  ThreadPool pool(0);
-  kernels::paged_attention(q.data(), cache.k_pool.data(), cache.v_pool.data(), expected.data(),
-                           query_begins.data(), first_positions.data(), cache.block_tables.data(),
-                           cache.max_blocks_per_seq, num_seqs, s.num_heads, s.num_kv_heads,
-                           s.head_dim, s.block_size, scale, pool, Isa::kScalar);
+  const std::vector<float> expected =
+      cpu_attention(s, cache, q, query_begins, first_positions, num_seqs, scale);
   const int64_t max_query_len = *std::max_element(query_lens.begin(), query_lens.end());
   DeviceBuffer<float> d_q(q), d_k(cache.k_pool), d_v(cache.v_pool);
   DeviceBuffer<int32_t> d_begins(query_begins), d_first(first_positions),
