@@ -27,6 +27,28 @@ constexpr int64_t kPrefillPieceGroups = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
+// fn(begin, end) over W rows [0, n) in multiples of kTileRows. Decode (m < 8) splits the rows as
+// the interleaved GEMM does (OwnedRanges, pieces of kTileRows rows): a thread that starts late
+// leaves its last pieces to the others instead of holding the call up. Prefill keeps one
+// contiguous range per thread, since each piece would sweep all X rows again.
+template <typename Fn>
+void for_weight_rows(ThreadPool& pool, int64_t m, int64_t n, const Fn& fn) {
+  if (m >= 8) {
+    pool.parallel_for(n, fn, kTileRows);
+    return;
+  }
+  const int64_t pieces = (n + kTileRows - 1) / kTileRows;
+  const int threads = static_cast<int>(std::min<int64_t>(pool.num_threads(), pieces));
+  OwnedRanges ranges(pieces, threads, 1);
+  pool.parallel_for(threads, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t p0 = 0, p1 = 0;
+      while (ranges.claim(static_cast<int>(t), &p0, &p1))
+        fn(p0 * kTileRows, std::min(n, p1 * kTileRows));
+    }
+  });
+}
+
 // Float prefill where the ISA has gemm_panel: each thread converts kPanelWidth weight rows at a
 // time to fp32 and stores them k-major (a panel), then runs every X row against the panel, so
 // each weight row is converted once per call and the GEMM needs no horizontal sums.
@@ -81,21 +103,18 @@ void matmul_int8_tiled(RowFormat format, const uint8_t* w_bytes, int64_t w_row_b
     });
   }
   const int64_t m_block = std::min(m, std::max<int64_t>(4, kXBlockBytes / prepared_row_bytes));
-  pool.parallel_for(
-      n,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
-          const int64_t m1 = std::min(m, m0 + m_block);
-          kernels.int8_tile_gemm(format, w_bytes + begin * w_row_bytes, w_row_bytes, end - begin,
-                                 x + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + begin, n);
-        }
-        if (bias) {
-          for (int64_t i = 0; i < m; ++i) {
-            for (int64_t j = begin; j < end; ++j) y[i * n + j] += bias[j];
-          }
-        }
-      },
-      kTileRows);
+  for_weight_rows(pool, m, n, [&](int64_t begin, int64_t end) {
+    for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+      const int64_t m1 = std::min(m, m0 + m_block);
+      kernels.int8_tile_gemm(format, w_bytes + begin * w_row_bytes, w_row_bytes, end - begin,
+                             x + m0 * prepared_row_bytes, m1 - m0, k, y + m0 * n + begin, n);
+    }
+    if (bias) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = begin; j < end; ++j) y[i * n + j] += bias[j];
+      }
+    }
+  });
 }
 
 // The m rows of X quantized to int8 blocks (k / 32 per row) in a per-thread buffer.
@@ -133,22 +152,19 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
   const auto xq_row_bytes =
       static_cast<int64_t>(sizeof(BlockQ8Act)) * std::max<int64_t>(1, num_blocks);
   const int64_t m_block = std::min(m, std::max<int64_t>(8, kXBlockBytes / xq_row_bytes));
-  pool.parallel_for(
-      n,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t m0 = 0; m0 < m; m0 += m_block) {
-          const int64_t m1 = std::min(m, m0 + m_block);
-          for (int64_t j = begin; j < end; ++j) {
-            const uint8_t* row = w_bytes + j * w_row_bytes;
-            kernels.dot_rows_q8(format, row, xq_data + m0 * num_blocks, num_blocks, m1 - m0, k,
-                                y + m0 * n + j, n);
-            if (bias) {
-              for (int64_t i = m0; i < m1; ++i) y[i * n + j] += bias[j];
-            }
-          }
+  for_weight_rows(pool, m, n, [&](int64_t begin, int64_t end) {
+    for (int64_t m0 = 0; m0 < m; m0 += m_block) {
+      const int64_t m1 = std::min(m, m0 + m_block);
+      for (int64_t j = begin; j < end; ++j) {
+        const uint8_t* row = w_bytes + j * w_row_bytes;
+        kernels.dot_rows_q8(format, row, xq_data + m0 * num_blocks, num_blocks, m1 - m0, k,
+                            y + m0 * n + j, n);
+        if (bias) {
+          for (int64_t i = m0; i < m1; ++i) y[i * n + j] += bias[j];
         }
-      },
-      kTileRows);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -260,15 +276,12 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
 
   if (m == 1) {
     // Decode: memory bound on W, so stream each row once in its packed form.
-    pool.parallel_for(
-        n,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t j = begin; j < end; ++j) {
-            const float dot = kernels.dot_row(format, w_bytes + j * w_row_bytes, x, k);
-            y[j] = bias ? dot + bias[j] : dot;
-          }
-        },
-        kTileRows);
+    for_weight_rows(pool, m, n, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const float dot = kernels.dot_row(format, w_bytes + j * w_row_bytes, x, k);
+        y[j] = bias ? dot + bias[j] : dot;
+      }
+    });
     return;
   }
 
