@@ -17,35 +17,43 @@ namespace {
 
 // Weight rows converted to fp32 at a time (16 rows of k = 4096 is 256 KiB of scratch).
 constexpr int64_t kTileRows = 16;
-// Groups of 8 interleaved rows per piece of work a thread claims in the interleaved GEMM
-// (OwnedRanges): small for decode, where the end of each call is balanced to within one piece
-// (4 groups of a 4096-wide Q4_0 matrix: 74 KB, a few microseconds); larger for prefill, where
-// each piece re-reads the prepared activations (measured at m = 512: 4 groups 10% slower than
-// 16, which matches the previous chunking).
+// Calls with fewer activation rows than this are decode: their threads split the weight rows in
+// small pieces with OwnedRanges, so a thread that starts late (a worker woken from sleep) leaves
+// its last pieces to the others instead of holding the call up. Prefill pieces are larger or one
+// range per thread, since each piece sweeps all the activation rows again.
+constexpr int64_t kDecodeMaxRows = 8;
+// Groups of 8 interleaved rows per piece in the interleaved GEMM: 4 groups of a 4096-wide Q4_0
+// matrix are 74 KB, a few microseconds; at m = 512, 4 groups ran 10% slower than 16.
 constexpr int64_t kDecodePieceGroups = 4;
 constexpr int64_t kPrefillPieceGroups = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
 
-// fn(begin, end) over W rows [0, n) in multiples of kTileRows. Decode (m < 8) splits the rows as
-// the interleaved GEMM does (OwnedRanges, pieces of kTileRows rows): a thread that starts late
-// leaves its last pieces to the others instead of holding the call up. Prefill keeps one
-// contiguous range per thread, since each piece would sweep all X rows again.
+// fn(begin, end) for pieces of at most `piece` indices of [0, n), over the pool's threads as
+// OwnedRanges splits them.
 template <typename Fn>
-void for_weight_rows(ThreadPool& pool, int64_t m, int64_t n, const Fn& fn) {
-  if (m >= 8) {
-    pool.parallel_for(n, fn, kTileRows);
-    return;
-  }
-  const int64_t pieces = (n + kTileRows - 1) / kTileRows;
-  const int threads = static_cast<int>(std::min<int64_t>(pool.num_threads(), pieces));
-  OwnedRanges ranges(pieces, threads, 1);
+void for_owned_pieces(ThreadPool& pool, int64_t n, int64_t piece, const Fn& fn) {
+  const int threads =
+      static_cast<int>(std::min<int64_t>(pool.num_threads(), (n + piece - 1) / piece));
+  OwnedRanges ranges(n, threads, piece);
   pool.parallel_for(threads, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       int64_t p0 = 0, p1 = 0;
-      while (ranges.claim(static_cast<int>(t), &p0, &p1))
-        fn(p0 * kTileRows, std::min(n, p1 * kTileRows));
+      while (ranges.claim(static_cast<int>(t), &p0, &p1)) fn(p0, p1);
     }
+  });
+}
+
+// fn(begin, end) over W rows [0, n) in multiples of kTileRows: pieces of kTileRows rows for
+// decode, one contiguous range per thread for prefill.
+template <typename Fn>
+void for_weight_rows(ThreadPool& pool, int64_t m, int64_t n, const Fn& fn) {
+  if (m >= kDecodeMaxRows) {
+    pool.parallel_for(n, fn, kTileRows);
+    return;
+  }
+  for_owned_pieces(pool, (n + kTileRows - 1) / kTileRows, 1, [&](int64_t p0, int64_t p1) {
+    fn(p0 * kTileRows, std::min(n, p1 * kTileRows));
   });
 }
 
@@ -244,19 +252,15 @@ void matmul_interleaved(std::span<const InterleavedProduct> products, const Inte
     total_groups += p.n / kInterleavedRows;
   }
   first_group.push_back(total_groups);
-  const int threads = static_cast<int>(std::min<int64_t>(pool.num_threads(), total_groups));
-  OwnedRanges ranges(total_groups, threads, m < 8 ? kDecodePieceGroups : kPrefillPieceGroups);
-  pool.parallel_for(threads, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t g0 = 0, g1 = 0;
-      while (ranges.claim(static_cast<int>(t), &g0, &g1)) {
-        for (size_t i = 0; i < products.size(); ++i) {
-          const int64_t lo = std::max(g0, first_group[i]), hi = std::min(g1, first_group[i + 1]);
-          if (lo < hi) groups(products[i], lo - first_group[i], hi - first_group[i]);
-        }
-      }
-    }
-  });
+  for_owned_pieces(pool, total_groups,
+                   m < kDecodeMaxRows ? kDecodePieceGroups : kPrefillPieceGroups,
+                   [&](int64_t g0, int64_t g1) {
+                     for (size_t i = 0; i < products.size(); ++i) {
+                       const int64_t lo = std::max(g0, first_group[i]);
+                       const int64_t hi = std::min(g1, first_group[i + 1]);
+                       if (lo < hi) groups(products[i], lo - first_group[i], hi - first_group[i]);
+                     }
+                   });
 }
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
