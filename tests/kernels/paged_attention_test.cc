@@ -146,6 +146,43 @@ TEST(PagedAttention, MatchesGatherThenAttendReference) {
   }
 }
 
+// Few chunks of long sequences (one decode of a model with few KV heads) are split over the
+// threads in two passes (attention_work.cc): the result must be the bits of one attend_rows call
+// per chunk, which a one-thread pool makes, and match the reference.
+TEST(PagedAttention, LongDecodesSplitOverThreadsKeepTheBitsOfOneThread) {
+  ThreadPool one(1), two(2), three(3);
+  const Case cases[] = {
+      {9, 3, 64, 16, {{700, 1}}},           // SmolLM2's shape: 3 KV heads, groups of 3
+      {4, 4, 72, 16, {{600, 1}}},           // MHA, head_dim 72 (uneven dim shares)
+      {8, 2, 64, 5, {{511, 1}, {900, 1}}},  // groups of 4, exactly 512 positions
+      {2, 1, 16, 16, {{1000, 1}}},          // a share of no head dims at 3 threads
+      {2, 1, 32, 16, {{600, 2}}},           // two tokens x 2 heads: rows end at different positions
+  };
+  uint32_t seed = 40;
+  for (Isa isa : testing::supported_isas()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " heads=" + std::to_string(c.num_heads) + "/" +
+                   std::to_string(c.num_kv_heads) + " head_dim=" + std::to_string(c.head_dim));
+      const PagedBatch b = make_batch(c, seed);
+      const auto num_seqs = static_cast<int64_t>(c.seqs.size());
+      std::vector<std::vector<float>> outs;
+      for (ThreadPool* pool : {&one, &two, &three}) {
+        std::vector<float> out(b.q.size(), -5.0f);
+        paged_attention(b.q.data(), b.k_pool.data(), b.v_pool.data(), out.data(),
+                        b.query_begins.data(), b.first_positions.data(), b.block_tables.data(),
+                        b.max_blocks, num_seqs, c.num_heads, c.num_kv_heads, c.head_dim,
+                        c.block_size, 0.1f, *pool, isa);
+        outs.push_back(std::move(out));
+      }
+      EXPECT_EQ(outs[1], outs[0]);
+      EXPECT_EQ(outs[2], outs[0]);
+      check_paged(c, isa, two, seed);
+      check_paged(c, isa, three, seed);
+      ++seed;
+    }
+  }
+}
+
 TEST(PagedAttention, IdentityLayoutIsBitIdenticalToContiguousAttention) {
   ThreadPool pool(2);
   const int64_t num_heads = 8, num_kv_heads = 2, head_dim = 64, block_size = 16;

@@ -167,6 +167,33 @@ static inline void transpose8(__m256 (&r)[8]) {
   }
 }
 
+// One row's online-softmax step over a tile of positions-in-lanes kernels (attend_keys_in_lanes,
+// values_in_lanes): the tile's max from its scaled scores sc[0, tile), the correction of what came
+// before (acc dims [d_begin, d_end) and the denominator), then the weights w = exp(score - max)
+// for the first valid_here positions and 0 after, added to the denominator in order. sc may be w.
+static inline void softmax_tile(const float* sc, float* w, int64_t tile, int64_t valid_here,
+                                float& running_max, float& denominator, float* acc, int64_t d_begin,
+                                int64_t d_end) {
+  using Y = lanes::Ymm;
+  using S = lanes::Scalar;
+  const __m256 lane_index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  float tile_max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < tile; ++j) tile_max = S::max(tile_max, sc[j]);
+  const float correction =
+      running_max < tile_max ? lanes::exp_nonpositive<S>(running_max - tile_max) : 1.0f;
+  running_max = S::max(running_max, tile_max);
+  for (int64_t d = d_begin; d < d_end; d += 8)
+    Y::store(acc + d, Y::mul(Y::load(acc + d), Y::set1(correction)));
+  denominator *= correction;
+  for (int64_t j0 = 0; j0 < tile; j0 += 8) {
+    const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
+                               Y::set1(static_cast<float>(valid_here)));
+    const __m256 e = lanes::exp_nonpositive<Y>(Y::sub(Y::load(sc + j0), Y::set1(running_max)));
+    Y::store(w + j0, Y::select(valid, e, Y::zero()));
+  }
+  for (int64_t j = 0; j < tile; ++j) denominator += w[j];
+}
+
 // Up to 4 rows (a decode step's GQA group, or a single MHA row) with the positions in the 8
 // lanes instead of the rows: a K block of 8 positions x 8 dimensions is transposed in registers
 // and serves every row, and V rows are read along head_dim. Each (row, position) score, weight,
@@ -269,29 +296,13 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      float* w = weights + r * kTile;
-      float tile_max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < tile; ++j) tile_max = S::max(tile_max, w[j]);
-      const float correction =
-          running_max[r] < tile_max ? lanes::exp_nonpositive<S>(running_max[r] - tile_max) : 1.0f;
-      running_max[r] = S::max(running_max[r], tile_max);
-      for (int64_t d = 0; d < head_dim; d += 8) {
-        float* a = acc + r * head_dim + d;
-        Y::store(a, Y::mul(Y::load(a), Y::set1(correction)));
-      }
-      denominator[r] *= correction;
       // Positions of this tile the row sees (num_positions[r] > p0 is not guaranteed: rows of a
       // causal chunk end at different positions).
       const int64_t seen = num_positions[r] - p0;
       const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
-      for (int64_t j0 = 0; j0 < tile; j0 += 8) {
-        const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
-                                   Y::set1(static_cast<float>(valid_here)));
-        const __m256 e =
-            lanes::exp_nonpositive<Y>(Y::sub(Y::load(w + j0), Y::set1(running_max[r])));
-        Y::store(w + j0, Y::select(valid, e, Y::zero()));
-      }
-      for (int64_t j = 0; j < tile; ++j) denominator[r] += w[j];
+      float* w = weights + r * kTile;
+      softmax_tile(w, w, tile, valid_here, running_max[r], denominator[r], acc + r * head_dim, 0,
+                   head_dim);
     }
     int64_t d0 = 0;
     for (; d0 + 8 * D <= head_dim; d0 += 8 * D) accumulate_v.template operator()<D>(p0, tile, d0);
@@ -301,6 +312,139 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
   for (int r = 0; r < R; ++r) {
     const float inv = S::div(1.0f, denominator[r]);
     for (int64_t d = 0; d < head_dim; ++d) out_rows[r][d] = acc[r * head_dim + d] * inv;
+  }
+}
+
+// attend_keys_in_lanes cut in two so that one (sequence, KV head) can be spread over threads,
+// with the same bits: scores_in_lanes writes the scaled, masked scores of positions
+// [p_begin, p_end) (p_begin a multiple of 8; whole blocks of 8 up to the padded end when p_end is
+// the last position) to scores[r * stride + p], each one the FMA chain over d that kernel runs;
+// values_in_lanes then runs the online softmax over every position, tile by tile as that kernel
+// does (a few scalar operations and one exp per position, repeated by every thread that calls
+// it), and the V accumulation for head dims [d_begin, d_end) only (multiples of 8): each
+// dimension's FMA chain is the one the whole kernel runs.
+template <int R>
+static void scores_in_lanes(const float* const* q_rows, const int64_t* num_positions,
+                            const float* k, const int64_t* offsets, int64_t head_dim, float scale,
+                            int64_t p_begin, int64_t p_end, float* scores, int64_t stride) {
+  using Y = lanes::Ymm;
+  int64_t max_positions = 0;
+  for (int r = 0; r < R; ++r) max_positions = std::max(max_positions, num_positions[r]);
+  const __m256 lane_index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += 8) {
+    const float* keys[8];
+    for (int i = 0; i < 8; ++i) keys[i] = k + offsets[p0 + i < max_positions ? p0 + i : p_begin];
+    __m256 s[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) s[r] = Y::zero();
+    for (int64_t d0 = 0; d0 < head_dim; d0 += 8) {
+      __m256 kt[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) kt[i] = _mm256_loadu_ps(keys[i] + d0);
+      transpose8(kt);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const float* q = q_rows[r] + d0;
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) s[r] = Y::fmadd(Y::set1(q[t]), kt[t], s[r]);
+      }
+    }
+    const __m256 position = Y::add(Y::set1(static_cast<float>(p0)), lane_index);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const auto valid = Y::less(position, Y::set1(static_cast<float>(num_positions[r])));
+      Y::store(scores + r * stride + p0,
+               Y::select(valid, Y::mul(s[r], Y::set1(scale)),
+                         Y::set1(-std::numeric_limits<float>::infinity())));
+    }
+  }
+}
+
+// scratch: (R + 1) * head_dim + R * kAttentionPositionTile floats (at most scratch_floats).
+template <int R>
+static void values_in_lanes(const float* scores, int64_t stride, const int64_t* num_positions,
+                            const float* v, const int64_t* offsets, int64_t head_dim,
+                            int64_t d_begin, int64_t d_end, float* const* out_rows,
+                            float* scratch) {
+  using Y = lanes::Ymm;
+  using S = lanes::Scalar;
+  constexpr int64_t kTile = kAttentionPositionTile;
+  float* acc = scratch;                 // [R][head_dim], dims [d_begin, d_end) used
+  float* weights = acc + R * head_dim;  // [R][kTile]
+  float running_max[R], denominator[R];
+  int64_t max_positions = 0;
+  for (int r = 0; r < R; ++r) {
+    running_max[r] = -std::numeric_limits<float>::infinity();
+    denominator[r] = 0.0f;
+    max_positions = std::max(max_positions, num_positions[r]);
+    for (int64_t d = d_begin; d < d_end; ++d) acc[r * head_dim + d] = 0.0f;
+  }
+  for (int64_t p0 = 0; p0 < max_positions; p0 += kTile) {
+    const int64_t tile = std::min(kTile, max_positions - p0);
+    for (int r = 0; r < R; ++r) {
+      const int64_t seen = num_positions[r] - p0;
+      const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
+      softmax_tile(scores + r * stride + p0, weights + r * kTile, tile, valid_here, running_max[r],
+                   denominator[r], acc + r * head_dim, d_begin, d_end);
+    }
+    for (int64_t d0 = d_begin; d0 < d_end; d0 += 8) {
+      __m256 a[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[r] = Y::load(acc + r * head_dim + d0);
+      for (int64_t j = 0; j < tile; ++j) {
+        const __m256 vb = Y::load(v + offsets[p0 + j] + d0);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[r] = Y::fmadd(Y::set1(weights[r * kTile + j]), vb, a[r]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0, a[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float inv = S::div(1.0f, denominator[r]);
+    for (int64_t d = d_begin; d < d_end; ++d) out_rows[r][d] = acc[r * head_dim + d] * inv;
+  }
+}
+
+// The vector tables' split decode attention (1 to 4 rows, head_dim a multiple of 8).
+[[maybe_unused]] static void scores_any(const float* const* q_rows, const int64_t* num_positions,
+                                        int64_t num_rows, const float* k, const int64_t* offsets,
+                                        int64_t head_dim, float scale, int64_t p_begin,
+                                        int64_t p_end, float* scores, int64_t stride) {
+  switch (num_rows) {
+    case 1:
+      return scores_in_lanes<1>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
+                                scores, stride);
+    case 2:
+      return scores_in_lanes<2>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
+                                scores, stride);
+    case 3:
+      return scores_in_lanes<3>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
+                                scores, stride);
+    default:
+      return scores_in_lanes<4>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
+                                scores, stride);
+  }
+}
+
+[[maybe_unused]] static void values_any(const float* scores, int64_t stride,
+                                        const int64_t* num_positions, int64_t num_rows,
+                                        const float* v, const int64_t* offsets, int64_t head_dim,
+                                        int64_t d_begin, int64_t d_end, float* const* out_rows,
+                                        float* scratch) {
+  switch (num_rows) {
+    case 1:
+      return values_in_lanes<1>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
+                                out_rows, scratch);
+    case 2:
+      return values_in_lanes<2>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
+                                out_rows, scratch);
+    case 3:
+      return values_in_lanes<3>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
+                                out_rows, scratch);
+    default:
+      return values_in_lanes<4>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
+                                out_rows, scratch);
   }
 }
 

@@ -31,6 +31,97 @@ std::vector<Chunk> interleave_cheap_and_dear(std::vector<Chunk> chunks) {
   return out;
 }
 
+// Decode chunks of sequences at least this long are split over the threads when there are too
+// few chunks to keep every thread busy (split_chunks).
+constexpr int64_t kSplitMinPositions = 512;
+
+// A chunk's rows as attend_rows and the split kernels take them.
+struct ChunkRows {
+  const float* q[kAttentionMaxRows];
+  float* out[kAttentionMaxRows];
+  int64_t num_positions[kAttentionMaxRows];
+  int64_t max_positions = 0;
+};
+
+ChunkRows rows_of(const Chunk& chunk, const AttentionSequence& seq, const float* q, float* out,
+                  int64_t num_heads, int64_t group_size, int64_t head_dim) {
+  ChunkRows rows;
+  for (int64_t i = 0; i < chunk.num_rows; ++i) {
+    const int64_t row = chunk.first_row + i;
+    const int64_t token = row / group_size;
+    const int64_t head = chunk.kv_head * group_size + row % group_size;
+    const int64_t offset = ((seq.first_token + token) * num_heads + head) * head_dim;
+    rows.q[i] = q + offset;
+    rows.out[i] = out + offset;
+    rows.num_positions[i] = seq.first_position + token + 1;
+    rows.max_positions = std::max(rows.max_positions, rows.num_positions[i]);
+  }
+  return rows;
+}
+
+// One sequence of a model with few KV heads leaves threads idle when each chunk goes to one
+// thread (SmolLM2: 3 KV heads on 2 threads). Its decode chunks are split instead, in two passes
+// over the pool: every thread scores a share of each chunk's positions, then runs the softmax and
+// the V sums for a share of each chunk's head dims (IsaKernels::attend_scores / attend_values:
+// the same bits as one attend_rows call per chunk).
+bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
+                const std::vector<ChunkRows>& rows, int64_t head_dim) {
+  if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
+    return false;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    if (chunks[c].num_rows > 4 || rows[c].max_positions < kSplitMinPositions) return false;
+  }
+  return true;
+}
+
+void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
+                  const std::vector<ChunkRows>& rows, const AttentionSequence* sequences,
+                  const float* k, const float* v, int64_t head_dim, float scale, ThreadPool& pool) {
+  const auto num_chunks = static_cast<int64_t>(chunks.size());
+  const int64_t threads = pool.num_threads();
+  // Scores of chunk c: num_rows rows of `stride` floats (positions padded to a multiple of 8).
+  std::vector<int64_t> first_score(static_cast<size_t>(num_chunks) + 1, 0);
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t stride = (rows[c].max_positions + 7) / 8 * 8;
+    first_score[c + 1] = first_score[c] + chunks[c].num_rows * stride;
+  }
+  std::vector<float> scores(static_cast<size_t>(first_score[num_chunks]));
+  const auto stride_of = [&](int64_t c) {
+    return (first_score[c + 1] - first_score[c]) / chunks[c].num_rows;
+  };
+  // Pass 1: item t * num_chunks + c scores share t of chunk c's positions (thread t's items are
+  // the same positions of every KV head: neighbouring bytes of the same cache slots).
+  pool.parallel_for(threads * num_chunks, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t t = item / num_chunks, c = item % num_chunks;
+      const int64_t stride = stride_of(c);
+      const int64_t p_begin = rows[c].max_positions * t / threads / 8 * 8;
+      const int64_t p_end =
+          t + 1 == threads ? stride : rows[c].max_positions * (t + 1) / threads / 8 * 8;
+      if (p_begin >= p_end) continue;
+      const AttentionSequence& seq = sequences[chunks[c].sequence];
+      kernels.attend_scores(rows[c].q, rows[c].num_positions, chunks[c].num_rows,
+                            k + chunks[c].kv_head * head_dim, seq.offsets, head_dim, scale, p_begin,
+                            p_end, scores.data() + first_score[c], stride);
+    }
+  });
+  // Pass 2: item c * threads + u: share u of chunk c's head dims.
+  pool.parallel_for(num_chunks * threads, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(attention_rows::scratch_floats(head_dim)));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t c = item / threads, u = item % threads;
+      const int64_t d_begin = head_dim * u / threads / 8 * 8;
+      const int64_t d_end = u + 1 == threads ? head_dim : head_dim * (u + 1) / threads / 8 * 8;
+      if (d_begin >= d_end) continue;
+      const AttentionSequence& seq = sequences[chunks[c].sequence];
+      kernels.attend_values(scores.data() + first_score[c], stride_of(c), rows[c].num_positions,
+                            chunks[c].num_rows, v + chunks[c].kv_head * head_dim, seq.offsets,
+                            head_dim, d_begin, d_end, rows[c].out, scratch.data());
+    }
+  });
+}
+
 }  // namespace
 
 void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
@@ -48,28 +139,28 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
     }
   }
   chunks = interleave_cheap_and_dear(std::move(chunks));
+  if (pool.num_threads() > 1 && static_cast<int64_t>(chunks.size()) < 2 * pool.num_threads()) {
+    std::vector<ChunkRows> rows;
+    for (const Chunk& chunk : chunks) {
+      rows.push_back(
+          rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim));
+    }
+    if (split_pays(kernels, chunks, rows, head_dim)) {
+      split_chunks(kernels, chunks, rows, sequences, k, v, head_dim, scale, pool);
+      return;
+    }
+  }
 
   pool.parallel_for(static_cast<int64_t>(chunks.size()), [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(attention_rows::scratch_floats(head_dim)));
-    const float* q_rows[kAttentionMaxRows];
-    float* out_rows[kAttentionMaxRows];
-    int64_t num_positions[kAttentionMaxRows];
     for (int64_t c = begin; c < end; ++c) {
       const Chunk& chunk = chunks[static_cast<size_t>(c)];
-      const AttentionSequence& seq = sequences[chunk.sequence];
-      for (int64_t i = 0; i < chunk.num_rows; ++i) {
-        const int64_t row = chunk.first_row + i;
-        const int64_t token = row / group_size;
-        const int64_t head = chunk.kv_head * group_size + row % group_size;
-        const int64_t offset = ((seq.first_token + token) * num_heads + head) * head_dim;
-        q_rows[i] = q + offset;
-        out_rows[i] = out + offset;
-        num_positions[i] = seq.first_position + token + 1;
-      }
-      kernels.attend_rows(q_rows, out_rows, num_positions, chunk.num_rows,
-                          k + chunk.kv_head * head_dim, v + chunk.kv_head * head_dim, seq.offsets,
-                          head_dim, scale, scratch.data());
+      const ChunkRows r =
+          rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim);
+      kernels.attend_rows(r.q, r.out, r.num_positions, chunk.num_rows, k + chunk.kv_head * head_dim,
+                          v + chunk.kv_head * head_dim, sequences[chunk.sequence].offsets, head_dim,
+                          scale, scratch.data());
     }
   });
 }

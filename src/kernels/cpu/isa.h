@@ -63,6 +63,17 @@ struct IsaKernels {
                       const int64_t* num_positions, int64_t num_rows, const float* k,
                       const float* v, const int64_t* offsets, int64_t head_dim, float scale,
                       float* scratch);
+  // Decode attention for 1-4 rows with head_dim a multiple of 8, split over threads with the
+  // bits of attend_rows (attention_rows.h: scores_in_lanes / values_in_lanes): the scores of a
+  // range of positions, then the softmax and the V sums of a range of head dims. Null in tables
+  // without them.
+  void (*attend_scores)(const float* const* q_rows, const int64_t* num_positions, int64_t num_rows,
+                        const float* k, const int64_t* offsets, int64_t head_dim, float scale,
+                        int64_t p_begin, int64_t p_end, float* scores, int64_t stride) = nullptr;
+  void (*attend_values)(const float* scores, int64_t stride, const int64_t* num_positions,
+                        int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
+                        int64_t d_begin, int64_t d_end, float* const* out_rows,
+                        float* scratch) = nullptr;
   // The int8 GEMM over interleaved weight rows (int8_interleaved.h), where an ISA has one:
   // activation preparation and the GEMM. Null in tables without it (then weights stay in rows).
   void (*int8_interleaved_prepare)(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,

@@ -314,6 +314,20 @@ void attend_rows(const float* const* q_rows, float* const* out_rows, const int64
                                          head_dim, scale, scratch);
 }
 
+void attend_scores(const float* const* q_rows, const int64_t* num_positions, int64_t num_rows,
+                   const float* k, const int64_t* offsets, int64_t head_dim, float scale,
+                   int64_t p_begin, int64_t p_end, float* scores, int64_t stride) {
+  attention_rows::scores_any(q_rows, num_positions, num_rows, k, offsets, head_dim, scale, p_begin,
+                             p_end, scores, stride);
+}
+
+void attend_values(const float* scores, int64_t stride, const int64_t* num_positions,
+                   int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
+                   int64_t d_begin, int64_t d_end, float* const* out_rows, float* scratch) {
+  attention_rows::values_any(scores, stride, num_positions, num_rows, v, offsets, head_dim, d_begin,
+                             d_end, out_rows, scratch);
+}
+
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   lanes::silu_mul<lanes::Ymm>(gate, up, out, n);
 }
@@ -325,7 +339,8 @@ const IsaKernels& avx2_kernels() {
                                        dequantize_row,  dot_row,          gemm_tile,
                                        nullptr,         silu_mul,         quantize_row_q8_act_avx2,
                                        dot_row_q8_avx2, dot_rows_q8_avx2, nullptr,
-                                       nullptr,         nullptr,          attend_rows};
+                                       nullptr,         nullptr,          attend_rows,
+                                       attend_scores,   attend_values};
   return kKernels;
 }
 
