@@ -4,7 +4,9 @@ same GGUF files, threads and token counts, in the same run, alternating (llama.c
 ours, ... one process per repetition, each with one unrecorded warm-up).
 
 Tests (llama-bench's names): pp512 = one 512-token prompt, prompt tokens/s; tg128 = 128 tokens
-generated one at a time, tokens/s (ours: -s 1 -d 129, the 128 decode steps after the first token).
+generated one at a time, tokens/s (ours: -s 1 -d 129, the 128 decode steps after the first token);
+tg128@d1024 (opt-in) = the same 128 tokens after a 1024-token context (llama-bench -d 1024; ours:
+-s 1024 -d 129), where attention over the cache weighs as much as the weights.
 Models (made under .cache/models/ when missing):
   smollm2-q4_1     the default model as shipped (models/SmolLM2-135M-Instruct.Q4_1.gguf)
   smollm2-q8_0, smollm2-f16, smollm2-q4_k_m
@@ -55,7 +57,9 @@ MODELS = {
     "llama7b-q4_0": MODELS_DIR / "llama7b-random-Q4_0.gguf",
     "llama7b-q4_k_m": MODELS_DIR / "llama7b-random-Q4_K_M.gguf",
 }
-TESTS = {"pp512": (512, 0), "tg128": (0, 128)}
+# name: (prompt tokens, generated tokens, context before them)
+TESTS = {"pp512": (512, 0, 0), "tg128": (0, 128, 0), "tg128@d1024": (0, 128, 1024)}
+DEFAULT_TESTS = ["pp512", "tg128"]
 
 
 def env_with_llama_libs() -> dict:
@@ -89,23 +93,23 @@ def tensor_bytes(path: Path) -> int:
 
 
 def run_llama_bench(model: Path, threads: int, test: str) -> float:
-    n_prompt, n_gen = TESTS[test]
+    n_prompt, n_gen, depth = TESTS[test]
     out = subprocess.run([str(BIN / "llama-bench"), "-m", str(model), "-t", str(threads), "-p", str(n_prompt),
-                          "-n", str(n_gen), "-r", "1", "-o", "json"], check=True, capture_output=True, text=True,
-                         env=env_with_llama_libs())
+                          "-n", str(n_gen), "-d", str(depth), "-r", "1", "-o", "json"], check=True,
+                         capture_output=True, text=True, env=env_with_llama_libs())
     rows = json.loads(out.stdout)
     return float(rows[0]["avg_ts"])
 
 
 def run_ours(model: Path, threads: int, test: str) -> float:
-    n_prompt, n_gen = TESTS[test]
+    n_prompt, n_gen, depth = TESTS[test]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         args = [str(OURS), "--model-id", str(model), "--num-threads", str(threads), "-b", "1", "-r", "1", "-w", "1",
                 "--output", f.name]
-        args += ["-s", "512", "-d", "1"] if test == "pp512" else ["-s", "1", "-d", str(n_gen + 1)]
+        args += ["-s", str(n_prompt), "-d", "1"] if n_gen == 0 else ["-s", str(max(1, depth)), "-d", str(n_gen + 1)]
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
         case = json.load(open(f.name))["cases"][0]
-    key = "prefill_tokens_per_second" if test == "pp512" else "decode_tokens_per_second"
+    key = "prefill_tokens_per_second" if n_gen == 0 else "decode_tokens_per_second"
     return float(case[key]["mean"])
 
 
@@ -170,7 +174,7 @@ def main() -> int:
     ap.add_argument("--tests-7b", nargs="+", choices=list(TESTS), help="tests for the 7B models (default: --tests)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    ap.add_argument("--tests", nargs="+", default=list(TESTS), choices=list(TESTS))
+    ap.add_argument("--tests", nargs="+", default=DEFAULT_TESTS, choices=list(TESTS))
     ap.add_argument("--no-rss", action="store_true", help="skip the 7B Q4_0 resident-memory check")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/cpu_side_by_side.json")
     args = ap.parse_args()
@@ -197,7 +201,7 @@ def main() -> int:
                 row = {"model": name, "file": str(paths[name].relative_to(ROOT)), "test": test, "threads": threads,
                        "ours_tokens_per_second": ours, "llama_cpp_tokens_per_second": theirs,
                        "ratio_ours_over_llama_cpp": ratio_stats(ours, theirs), "weight_bytes": weight_bytes}
-                if test == "tg128":
+                if test.startswith("tg"):  # weights only: the cache's bytes come on top at depth
                     roofline = machine[threads]["read_bytes_per_second"] / weight_bytes
                     row["bandwidth_roofline_tokens_per_second"] = roofline
                     row["ours_fraction_of_roofline"] = statistics.median(ours) / roofline
@@ -205,7 +209,7 @@ def main() -> int:
                 rows.append(row)
                 r = row["ratio_ours_over_llama_cpp"]
                 extra = (f" | roofline {row['ours_fraction_of_roofline']:.0%} vs "
-                         f"{row['llama_cpp_fraction_of_roofline']:.0%}") if test == "tg128" else ""
+                         f"{row['llama_cpp_fraction_of_roofline']:.0%}") if test.startswith("tg") else ""
                 print(f"{name:15s} {test} t={threads}: ours {statistics.median(ours):8.2f} tok/s, llama.cpp "
                       f"{statistics.median(theirs):8.2f} tok/s, ratio {r['median']:.2f} "
                       f"[{r['min']:.2f}, {r['max']:.2f}]{extra}", flush=True)
