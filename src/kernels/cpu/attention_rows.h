@@ -417,25 +417,30 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
   }
 }
 
+// f.template operator()<R>() for R = num_rows, 1 to 4.
+template <typename F>
+static void with_rows(int64_t num_rows, const F& f) {
+  switch (num_rows) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    default:
+      return f.template operator()<4>();
+  }
+}
+
 // The vector tables' split decode attention (1 to 4 rows, head_dim a multiple of 8).
 [[maybe_unused]] static void scores_any(const float* const* q_rows, const int64_t* num_positions,
                                         int64_t num_rows, const float* k, const int64_t* offsets,
                                         int64_t head_dim, float scale, int64_t p_begin,
                                         int64_t p_end, float* scores, int64_t stride) {
-  switch (num_rows) {
-    case 1:
-      return scores_in_lanes<1>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
-                                scores, stride);
-    case 2:
-      return scores_in_lanes<2>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
-                                scores, stride);
-    case 3:
-      return scores_in_lanes<3>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
-                                scores, stride);
-    default:
-      return scores_in_lanes<4>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end,
-                                scores, stride);
-  }
+  with_rows(num_rows, [&]<int R>() {
+    scores_in_lanes<R>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end, scores,
+                       stride);
+  });
 }
 
 [[maybe_unused]] static void values_any(const float* scores, int64_t stride,
@@ -443,20 +448,10 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
                                         const float* v, const int64_t* offsets, int64_t head_dim,
                                         int64_t d_begin, int64_t d_end, float* const* out_rows,
                                         float* scratch) {
-  switch (num_rows) {
-    case 1:
-      return values_in_lanes<1>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
-                                out_rows, scratch);
-    case 2:
-      return values_in_lanes<2>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
-                                out_rows, scratch);
-    case 3:
-      return values_in_lanes<3>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
-                                out_rows, scratch);
-    default:
-      return values_in_lanes<4>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
-                                out_rows, scratch);
-  }
+  with_rows(num_rows, [&]<int R>() {
+    values_in_lanes<R>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
+                       out_rows, scratch);
+  });
 }
 
 // The vector tables' attend_rows: up to four rows (a decode step's GQA group) with positions in
