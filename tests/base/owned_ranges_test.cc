@@ -4,51 +4,46 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace lm {
 namespace {
 
+using Piece = std::pair<int64_t, int64_t>;
+constexpr Piece kNothing{-1, -1};
+
+// The next piece `thread` claims, or kNothing.
+Piece claim(OwnedRanges& ranges, int thread) {
+  Piece p;
+  return ranges.claim(thread, &p.first, &p.second) ? p : kNothing;
+}
+
 TEST(OwnedRanges, AThreadTakesItsOwnRangeFrontToBackInPieces) {
   OwnedRanges ranges(10, 2, 3);  // thread 0 owns [0, 5), thread 1 owns [5, 10)
-  int64_t b = 0, e = 0;
-  ASSERT_TRUE(ranges.claim(0, &b, &e));
-  EXPECT_EQ(b, 0);
-  EXPECT_EQ(e, 3);
-  ASSERT_TRUE(ranges.claim(0, &b, &e));
-  EXPECT_EQ(b, 3);
-  EXPECT_EQ(e, 5);
-  ASSERT_TRUE(ranges.claim(1, &b, &e));
-  EXPECT_EQ(b, 5);
-  EXPECT_EQ(e, 8);
+  EXPECT_EQ(claim(ranges, 0), Piece(0, 3));
+  EXPECT_EQ(claim(ranges, 0), Piece(3, 5));
+  EXPECT_EQ(claim(ranges, 1), Piece(5, 8));
 }
 
 TEST(OwnedRanges, AThreadWithNothingLeftTakesFromTheBackOfAnother) {
   OwnedRanges ranges(10, 2, 2);
-  int64_t b = 0, e = 0;
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ranges.claim(0, &b, &e));  // [0,2) [2,4) [4,5)
-  ASSERT_TRUE(ranges.claim(0, &b, &e));
-  EXPECT_EQ(b, 8);
-  EXPECT_EQ(e, 10);
-  ASSERT_TRUE(ranges.claim(1, &b, &e));
-  EXPECT_EQ(b, 5);
-  EXPECT_EQ(e, 7);
-  ASSERT_TRUE(ranges.claim(0, &b, &e));
-  EXPECT_EQ(b, 7);
-  EXPECT_EQ(e, 8);
-  EXPECT_FALSE(ranges.claim(0, &b, &e));
-  EXPECT_FALSE(ranges.claim(1, &b, &e));
+  EXPECT_EQ(claim(ranges, 0), Piece(0, 2));
+  EXPECT_EQ(claim(ranges, 0), Piece(2, 4));
+  EXPECT_EQ(claim(ranges, 0), Piece(4, 5));
+  EXPECT_EQ(claim(ranges, 0), Piece(8, 10));
+  EXPECT_EQ(claim(ranges, 1), Piece(5, 7));
+  EXPECT_EQ(claim(ranges, 0), Piece(7, 8));
+  EXPECT_EQ(claim(ranges, 0), kNothing);
+  EXPECT_EQ(claim(ranges, 1), kNothing);
 }
 
 TEST(OwnedRanges, EmptyAndTinyRanges) {
-  int64_t b = 0, e = 0;
   OwnedRanges empty(0, 3, 4);
-  for (int t = 0; t < 3; ++t) EXPECT_FALSE(empty.claim(t, &b, &e));
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(claim(empty, t), kNothing);
   OwnedRanges tiny(1, 3, 4);  // threads 0 and 1 own nothing, thread 2 owns [0, 1)
-  ASSERT_TRUE(tiny.claim(0, &b, &e));
-  EXPECT_EQ(b, 0);
-  EXPECT_EQ(e, 1);
-  for (int t = 0; t < 3; ++t) EXPECT_FALSE(tiny.claim(t, &b, &e));
+  EXPECT_EQ(claim(tiny, 0), Piece(0, 1));
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(claim(tiny, t), kNothing);
 }
 
 TEST(OwnedRanges, ConcurrentThreadsClaimEveryIndexExactlyOnce) {

@@ -74,35 +74,37 @@ bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
   return true;
 }
 
+// Boundary u of [0, n) cut into `parts` shares that start at multiples of 8; the last ends at
+// `end` (n itself, or n padded to the scores' row stride).
+int64_t share_boundary(int64_t n, int64_t u, int64_t parts, int64_t end) {
+  return u == parts ? end : n * u / parts / 8 * 8;
+}
+
 void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
                   const std::vector<ChunkRows>& rows, const AttentionSequence* sequences,
                   const float* k, const float* v, int64_t head_dim, float scale, ThreadPool& pool) {
   const auto num_chunks = static_cast<int64_t>(chunks.size());
   const int64_t threads = pool.num_threads();
-  // Scores of chunk c: num_rows rows of `stride` floats (positions padded to a multiple of 8).
+  // Scores of chunk c: num_rows rows of strides[c] floats (positions padded to a multiple of 8).
+  std::vector<int64_t> strides(static_cast<size_t>(num_chunks));
   std::vector<int64_t> first_score(static_cast<size_t>(num_chunks) + 1, 0);
   for (int64_t c = 0; c < num_chunks; ++c) {
-    const int64_t stride = (rows[c].max_positions + 7) / 8 * 8;
-    first_score[c + 1] = first_score[c] + chunks[c].num_rows * stride;
+    strides[c] = (rows[c].max_positions + 7) / 8 * 8;
+    first_score[c + 1] = first_score[c] + chunks[c].num_rows * strides[c];
   }
   std::vector<float> scores(static_cast<size_t>(first_score[num_chunks]));
-  const auto stride_of = [&](int64_t c) {
-    return (first_score[c + 1] - first_score[c]) / chunks[c].num_rows;
-  };
   // Pass 1: item t * num_chunks + c scores share t of chunk c's positions (thread t's items are
   // the same positions of every KV head: neighbouring bytes of the same cache slots).
   pool.parallel_for(threads * num_chunks, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / num_chunks, c = item % num_chunks;
-      const int64_t stride = stride_of(c);
-      const int64_t p_begin = rows[c].max_positions * t / threads / 8 * 8;
-      const int64_t p_end =
-          t + 1 == threads ? stride : rows[c].max_positions * (t + 1) / threads / 8 * 8;
+      const int64_t p_begin = share_boundary(rows[c].max_positions, t, threads, strides[c]);
+      const int64_t p_end = share_boundary(rows[c].max_positions, t + 1, threads, strides[c]);
       if (p_begin >= p_end) continue;
-      const AttentionSequence& seq = sequences[chunks[c].sequence];
       kernels.attend_scores(rows[c].q, rows[c].num_positions, chunks[c].num_rows,
-                            k + chunks[c].kv_head * head_dim, seq.offsets, head_dim, scale, p_begin,
-                            p_end, scores.data() + first_score[c], stride);
+                            k + chunks[c].kv_head * head_dim, sequences[chunks[c].sequence].offsets,
+                            head_dim, scale, p_begin, p_end, scores.data() + first_score[c],
+                            strides[c]);
     }
   });
   // Pass 2: item c * threads + u: share u of chunk c's head dims.
@@ -111,13 +113,13 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
     scratch.resize(static_cast<size_t>(attention_rows::scratch_floats(head_dim)));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t c = item / threads, u = item % threads;
-      const int64_t d_begin = head_dim * u / threads / 8 * 8;
-      const int64_t d_end = u + 1 == threads ? head_dim : head_dim * (u + 1) / threads / 8 * 8;
+      const int64_t d_begin = share_boundary(head_dim, u, threads, head_dim);
+      const int64_t d_end = share_boundary(head_dim, u + 1, threads, head_dim);
       if (d_begin >= d_end) continue;
-      const AttentionSequence& seq = sequences[chunks[c].sequence];
-      kernels.attend_values(scores.data() + first_score[c], stride_of(c), rows[c].num_positions,
-                            chunks[c].num_rows, v + chunks[c].kv_head * head_dim, seq.offsets,
-                            head_dim, d_begin, d_end, rows[c].out, scratch.data());
+      kernels.attend_values(scores.data() + first_score[c], strides[c], rows[c].num_positions,
+                            chunks[c].num_rows, v + chunks[c].kv_head * head_dim,
+                            sequences[chunks[c].sequence].offsets, head_dim, d_begin, d_end,
+                            rows[c].out, scratch.data());
     }
   });
 }
