@@ -1,5 +1,7 @@
 // Interleaving is a pure byte permutation, one rule for every format: each field of a block is
-// cut into words, and word w of row r lands at field_offset * 8 + (w * 8 + r) * word_bytes.
+// cut into words, and word w of row r lands at field_place * 8 + (w * 8 + r) * word_bytes, where a
+// field's place is the bytes of the fields listed before it (for most formats its offset in the
+// block; Q6_K lists its fields in the order its kernel reads them).
 #include "kernels/cpu/interleaved_rows.h"
 
 #include <cstring>
@@ -12,7 +14,7 @@ namespace lm::kernels {
 namespace {
 
 struct Field {
-  int64_t offset, bytes, word;
+  int64_t offset, bytes, word;  // in one row's block
 };
 
 // The fields of one block of `format`, in order, with the word size each is cut into.
@@ -26,10 +28,15 @@ std::span<const Field> fields(RowFormat format) {
   static constexpr Field kQ5_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 16, 8}};
   static constexpr Field kQ4_K[] = {
       {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
-  static constexpr Field kQ6_K[] = {{0, 128, 8},
-                                    {kquant::kQ6_KQhOffset, 64, 8},
-                                    {kquant::kQ6_KScalesOffset, 16, 2},
-                                    {kquant::kQ6_KDOffset, 2, 2}};
+  // Q6_K in the kernel's reading order, so that a super-block streams forwards (the hardware
+  // prefetcher follows it; GGML's order made the kernel jump between ql and qh): d, the scale
+  // pairs, then per half of 128 elements ql words 0-3, qh words 0-3, ql words 4-7.
+  static constexpr int64_t kQl = 0, kQh = kquant::kQ6_KQhOffset;
+  static constexpr Field kQ6_K[] = {
+      {kquant::kQ6_KDOffset, 2, 2}, {kquant::kQ6_KScalesOffset, 16, 2},
+      {kQl, 32, 8},                 {kQh, 32, 8},
+      {kQl + 32, 32, 8},            {kQl + 64, 32, 8},
+      {kQh + 32, 32, 8},            {kQl + 96, 32, 8}};
   switch (format) {
     case RowFormat::kQ4_0:
       return kQ4_0;
@@ -70,12 +77,14 @@ inline void copy_word(uint8_t* dst, const uint8_t* src, int64_t bytes) {
 // word of every row of one block.
 template <typename Copy>
 void for_each_word(RowFormat format, Copy copy) {
+  int64_t place = 0;
   for (const Field& f : fields(format)) {
     for (int64_t w = 0; w < f.bytes / f.word; ++w) {
       for (int64_t r = 0; r < kInterleavedRows; ++r)
         copy(r, f.offset + w * f.word,
-             f.offset * kInterleavedRows + (w * kInterleavedRows + r) * f.word, f.word);
+             place * kInterleavedRows + (w * kInterleavedRows + r) * f.word, f.word);
     }
+    place += f.bytes;
   }
 }
 

@@ -8,8 +8,9 @@
 //   Q5_0  d: 8 x 2 B | qh: 4 words of 1 B x 8 rows | qs: 2 words x 8 rows x 8 B   (176 B)
 //   Q5_1  d: 8 x 2 B | m: 8 x 2 B | qh: 4 x 8 x 1 B | qs: 2 words x 8 rows x 8 B (192 B)
 //   Q4_K  d: 8 x 2 B | dmin: 8 x 2 B | scales: 3 words x 8 rows x 4 B | qs: 16 words x 8 rows x 8 B
-//   Q6_K  ql: 16 words x 8 rows x 8 B | qh: 8 words x 8 rows x 8 B | scales: 8 words (pairs) x 8
-//         rows x 2 B | d: 8 x 2 B                                   (1680 B)
+//   Q6_K  d: 8 x 2 B | scales: 8 words (pairs) x 8 rows x 2 B | then per half h of 128 elements:
+//         ql words 8h..8h+3, qh words 4h..4h+3, ql words 8h+4..8h+7 (each x 8 rows x 8 B)
+//         (1680 B; the order the kernel reads, so that a super-block streams forwards)
 // so one 64-byte load is the same 8 quant bytes of each of the 8 rows (one activation broadcast
 // serves 8 rows), and a block's 8 scales are one 16-byte load.
 // Group g (rows 8g..8g+7) starts at g * 8 * row_bytes(format, k).
