@@ -32,11 +32,14 @@ std::span<const Field> fields(RowFormat format) {
   // prefetcher follows it; GGML's order made the kernel jump between ql and qh): d, the scale
   // pairs, then per half of 128 elements ql words 0-3, qh words 0-3, ql words 4-7.
   static constexpr int64_t kQl = 0, kQh = kquant::kQ6_KQhOffset;
-  static constexpr Field kQ6_K[] = {
-      {kquant::kQ6_KDOffset, 2, 2}, {kquant::kQ6_KScalesOffset, 16, 2},
-      {kQl, 32, 8},                 {kQh, 32, 8},
-      {kQl + 32, 32, 8},            {kQl + 64, 32, 8},
-      {kQh + 32, 32, 8},            {kQl + 96, 32, 8}};
+  static constexpr Field kQ6_K[] = {{kquant::kQ6_KDOffset, 2, 2},
+                                    {kquant::kQ6_KScalesOffset, 16, 2},
+                                    {kQl, 32, 8},
+                                    {kQh, 32, 8},
+                                    {kQl + 32, 32, 8},
+                                    {kQl + 64, 32, 8},
+                                    {kQh + 32, 32, 8},
+                                    {kQl + 96, 32, 8}};
   switch (format) {
     case RowFormat::kQ4_0:
       return kQ4_0;
