@@ -89,6 +89,25 @@ TEST(InterleavedRows, PutsTheSameWordOfEightRowsInOneCacheLine) {
   }
 }
 
+TEST(InterleavedRows, LaysQ6KOutInTheOrderItsKernelReads) {
+  // Group block: d of rows 0-7, the scale pairs, then per half ql words 0-3, qh words 0-3, ql
+  // words 4-7 (so that decode streams forwards).
+  constexpr int64_t n = 8, k = 256, rb = 210;
+  const auto rows = weight_rows(RowFormat::kQ6_K, n, k, 11);
+  const auto packed = interleaved(RowFormat::kQ6_K, rows, n, k);
+  const auto word = [&](int64_t at, int64_t r, int64_t size) { return packed[at + size * r]; };
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* row = rows.data() + r * rb;
+    EXPECT_EQ(word(0, r, 2), row[208]);                      // d
+    EXPECT_EQ(word(16 + 16 * 3, r, 2), row[192 + 6]);        // scale pair 3
+    EXPECT_EQ(word(144, r, 8), row[0]);                      // half 0: ql word 0
+    EXPECT_EQ(word(144 + 256, r, 8), row[128]);              // qh word 0
+    EXPECT_EQ(word(144 + 512 + 64, r, 8), row[40]);          // ql word 5
+    EXPECT_EQ(word(144 + 768, r, 8), row[64]);               // half 1: ql word 8
+    EXPECT_EQ(word(144 + 768 + 256 + 64, r, 8), row[168]);   // qh word 5
+    EXPECT_EQ(word(144 + 768 + 512 + 192, r, 8), row[120]);  // ql word 15
+  }
+}
 class Int8Interleaved : public ::testing::Test {
  protected:
   void SetUp() override {
