@@ -251,6 +251,17 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
   };
   for (int64_t p0 = 0; p0 < max_positions; p0 += kTile) {
     const int64_t tile = std::min(kTile, max_positions - p0);
+    // The next tile's K rows and this tile's V rows, requested into L2 now: they arrive while
+    // this tile is scored (SmolLM2's shape at 300 positions, 2 threads, attention alone,
+    // alternating: 1.0-1.4 -> 0.7-0.8 ms per token; 100 positions and 7B shapes unchanged).
+    for (int64_t j = p0 + kTile; j < std::min(max_positions, p0 + 2 * kTile); ++j) {
+      for (int64_t d = 0; d < head_dim; d += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(k + offsets[j] + d), _MM_HINT_T1);
+    }
+    for (int64_t j = p0; j < p0 + tile; ++j) {
+      for (int64_t d = 0; d < head_dim; d += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(v + offsets[j] + d), _MM_HINT_T1);
+    }
     // Scores for 8 * J positions at a time (missing ones read position p0 and are masked).
     for (int64_t j0 = 0; j0 < tile; j0 += 8 * J) {
       const float* keys[J][8];
