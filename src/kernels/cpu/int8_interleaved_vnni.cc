@@ -166,13 +166,18 @@ void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512
 template <int RX>
 void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
   constexpr int64_t kBytes = kRows * kquant::kQ4_KBytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), high4 = _mm512_set1_epi8(static_cast<char>(0xf0));
   const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f);
   const __m256i m30 = _mm256_set1_epi8(0x30);
+  // The high nibbles are used where they are (16 x the value: no shift, and the int32 sums stay
+  // far from overflow), so their groups' scales carry a factor 1/16 instead. Scaling by a power
+  // of two is exact, so the result is the same bits as with shifted nibbles.
+  const __m512 sixteenth = concat(_mm256_set1_ps(1.0f / 16), _mm256_set1_ps(1.0f));
   for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
     const uint8_t* block = g + sb * kBytes;
     // d for lanes 0-7 and -dmin for lanes 8-15, one row per lane.
     const __m512 d = concat(f16x8(block), _mm256_sub_ps(_mm256_setzero_ps(), f16x8(block + 16)));
+    const __m512 d_high = _mm512_mul_ps(d, sixteenth);
     // The scale words of 8 rows (unpack_scales_k4, a row per 32-bit lane): byte t of `low` is
     // group t's scale (lanes 0-7) and minimum (lanes 8-15); `high` has groups 4 + t.
     const __m256i s0 = load256(block + 32), s1 = load256(block + 64), s2 = load256(block + 96);
@@ -188,11 +193,11 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
     for (int j = 0; j < 4; ++j) {
       // Words 4j..4j+3: low nibbles are group 2j, high nibbles group 2j + 1. (Two separate arrays
       // and calls: choosing between them by reference made GCC keep both on the stack.)
-      const auto group_scales = [&](int group, __m512& dw, __m512& mw) {
+      const auto group_scales = [&](int group, __m512 dg, __m512& dw, __m512& mw) {
         const __m512i bytes = _mm512_and_si512(
             _mm512_srli_epi32(group < 4 ? low : high, static_cast<unsigned>(8 * (group % 4))),
             _mm512_set1_epi32(0xff));
-        const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), d);
+        const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), dg);
         dw = row_pairs(scaled);
         mw = row_pairs(scaled, true);
       };
@@ -203,15 +208,14 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
         __m512i lo[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) lo[c] = _mm512_and_si512(load512(qs + 64 * (4 * j + c)), low4);
-        group_scales(2 * j, dw, mw);
+        group_scales(2 * j, d, dw, mw);
         accumulate<RX, 0, true>(lo, dw, mw, x + sb * kquant::kGroups + 2 * j, blocks, acc);
       }
       {
         __m512i hi[4];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c)
-          hi[c] = _mm512_and_si512(_mm512_srli_epi16(load512(qs + 64 * (4 * j + c)), 4), low4);
-        group_scales(2 * j + 1, dw, mw);
+        for (int c = 0; c < 4; ++c) hi[c] = _mm512_and_si512(load512(qs + 64 * (4 * j + c)), high4);
+        group_scales(2 * j + 1, d_high, dw, mw);
         accumulate<RX, 0, true>(hi, dw, mw, x + sb * kquant::kGroups + 2 * j + 1, blocks, acc);
       }
     }
