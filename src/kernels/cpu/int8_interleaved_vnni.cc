@@ -53,9 +53,9 @@ static_assert(sizeof(PreparedBlock) == 64);
 
 // No software prefetch: a group's bytes are read strictly forwards (the layout is in reading
 // order), which the hardware prefetcher follows. Decode GEMVs of 7B shapes streamed from DRAM,
-// the two variants alternating in one process: requesting each block's lines 2 KiB (L1) and 16
-// KiB (L2) ahead was 14-19% slower at 1 thread for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K, and 4-8%
-// slower at 2 threads.
+// alternating in one process against the kernel that requested each block's lines 2 KiB (L1)
+// and 16 KiB (L2) ahead: 1.16-1.24x at 1 thread for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K (1.16x for
+// Q4_0, whose code only lost the prefetch), 1.04-1.23x at 2 threads.
 
 static inline __m512i broadcast8(const void* p) {
   int64_t v;
