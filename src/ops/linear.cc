@@ -96,7 +96,7 @@ std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
   if (!format || w.device != Device::kCpu || w.rank() != 2 || w.layout != WeightLayout::kRows ||
       !kernels::has_interleaved_matmul() || !kernels::can_interleave(*format, w.dim(0), w.dim(1)))
     return std::nullopt;
-  storage = Buffer(w.shape, w.dtype);
+  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
   Tensor packed = storage.view();
   kernels::interleave_rows(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), packed.data);
   packed.layout = WeightLayout::kInterleaved8;

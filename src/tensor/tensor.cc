@@ -1,6 +1,7 @@
 #include "tensor/tensor.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -32,16 +33,37 @@ int64_t Tensor::row_bytes() const {
 
 namespace {
 constexpr size_t kMapThreshold = size_t{1} << 20;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* map_anonymous(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  LM_CHECK_MSG(p != MAP_FAILED, "out of memory mapping a buffer");
+  return p;
+}
+
+// `bytes` of anonymous memory starting on a 2 MiB boundary and marked for huge pages before any
+// page is touched (a huge page is only used for a whole aligned 2 MiB of the mapping). The
+// slack mapped to find the boundary is unmapped again.
+void* map_huge(size_t bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t kept = (bytes + page - 1) / page * page;  // what munmap(p, bytes) releases
+  auto* raw = static_cast<uint8_t*>(map_anonymous(kept + kHugePage));
+  const auto address = reinterpret_cast<uintptr_t>(raw);
+  auto* aligned = reinterpret_cast<uint8_t*>((address + kHugePage - 1) / kHugePage * kHugePage);
+  const auto head = static_cast<size_t>(aligned - raw);
+  if (head > 0) ::munmap(raw, head);
+  ::munmap(aligned + kept, kHugePage - head);
+  ::madvise(aligned, kept, MADV_HUGEPAGE);  // advice only: without THP the pages stay small
+  return aligned;
+}
 }  // namespace
 
-Buffer::Buffer(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+Buffer::Buffer(Shape shape, DType dtype, Pages pages) : shape_(std::move(shape)), dtype_(dtype) {
   auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(num_elements(shape_)));
   LM_CHECK(bytes.has_value());
   bytes_ = std::max<size_t>((*bytes + 63) / 64 * 64, 64);
   if (bytes_ >= kMapThreshold) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    LM_CHECK_MSG(p != MAP_FAILED, "out of memory mapping a buffer");
-    data_ = p;
+    data_ = pages == Pages::kHuge && bytes_ >= kHugePage ? map_huge(bytes_) : map_anonymous(bytes_);
     mapped_ = true;
   } else {
     data_ = std::aligned_alloc(64, bytes_);
