@@ -93,17 +93,24 @@ void LlamaModel::set_int8_activations(bool on) {
 }
 
 void LlamaModel::interleave_weights() {
-  // A tied LM head shares the embedding table, which the embedding lookup reads in rows: the head
-  // gets an interleaved copy and the table's mapped pages stay.
+  // A tied LM head shares the embedding table, which the embedding lookup reads in rows: an
+  // interleaved head is a copy and the table's mapped pages stay; a head copied as rows serves
+  // the lookup too. Weights that cannot be interleaved (F16, BF16, F32, Q5_K) are copied as rows
+  // into huge pages, which stream faster than the mapped file's pages.
   const void* table = weights_.embed_tokens.data;
   auto interleave = [&](Tensor& w) {
     Buffer storage;
     std::optional<Tensor> packed = ops::interleave_for_cpu(w, storage);
+    const bool interleaved = packed.has_value();
+    // (Only where the file's pages can be handed back: a copy must not double the resident size.)
+    if (!interleaved && gguf_ != nullptr) packed = ops::copy_rows_for_cpu(w, storage);
     if (!packed) return;
-    if (gguf_ != nullptr && w.data != table)
+    const bool tied = w.data == table;
+    if (gguf_ != nullptr && (!tied || !interleaved))
       gguf_->drop_pages(w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
+    if (tied && !interleaved) weights_.embed_tokens = *packed;
     w = *packed;
-    interleaved_.push_back(std::move(storage));
+    (interleaved ? interleaved_ : row_copies_).push_back(std::move(storage));
   };
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,

@@ -72,6 +72,7 @@ class LlamaModel {
   WeightStore store_;
   LlamaWeights weights_;
   std::vector<Buffer> interleaved_;  // the interleaved copies weights_ points into
+  std::vector<Buffer> row_copies_;   // the huge-page copies of the weights that stay in rows
   Workspace ws_;
   bool int8_activations_ = false;
 };

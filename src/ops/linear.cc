@@ -1,5 +1,7 @@
 #include "ops/linear.h"
 
+#include <cstring>
+
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
@@ -101,6 +103,17 @@ std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
   kernels::interleave_rows(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), packed.data);
   packed.layout = WeightLayout::kInterleaved8;
   return packed;
+}
+
+std::optional<Tensor> copy_rows_for_cpu(const Tensor& w, Buffer& storage) {
+  constexpr int64_t kMinBytes = int64_t{2} << 20;
+  if (w.device != Device::kCpu || w.rank() != 2 || w.layout != WeightLayout::kRows ||
+      w.dim(0) * w.row_bytes() < kMinBytes)
+    return std::nullopt;
+  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
+  Tensor copy = storage.view();
+  std::memcpy(copy.data, w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
+  return copy;
 }
 
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {

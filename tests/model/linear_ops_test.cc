@@ -1,9 +1,11 @@
 // ops::linear over interleaved weights: which weights interleave_for_cpu takes, and that the
 // int8 GEMM over them agrees with the row layout's int8 path, alone or sharing one prepared input
-// between several Linears (bit for bit with separate calls).
+// between several Linears (bit for bit with separate calls); which weights copy_rows_for_cpu
+// copies into huge pages.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "../kernels/kernel_test_util.h"
@@ -49,6 +51,31 @@ TEST(InterleaveForCpu, TakesBlockFormatsWithWholeGroupsOfEightRowsOnly) {
   Buffer f16({16, 64}, DType::kF16);
   EXPECT_FALSE(ops::interleave_for_cpu(f16.view(), unused).has_value());
   EXPECT_FALSE(ops::interleave_for_cpu(*view, unused).has_value());  // already interleaved
+}
+
+TEST(CopyRowsForCpu, CopiesRowWeightsOfAtLeastTwoMebibytesIntoHugePages) {
+  constexpr int64_t n = 1024, k = 1024;  // F16: exactly 2 MiB
+  Buffer f16({n, k}, DType::kF16);
+  auto* bytes = static_cast<uint8_t*>(f16.view().data);
+  for (int64_t i = 0; i < n * k * 2; ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  Buffer copy;
+  const auto view = ops::copy_rows_for_cpu(f16.view(), copy);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->layout, WeightLayout::kRows);
+  EXPECT_EQ(view->shape, f16.view().shape);
+  EXPECT_EQ(view->dtype, DType::kF16);
+  EXPECT_NE(view->data, f16.view().data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(view->data) % (uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(std::memcmp(view->data, bytes, n * k * 2), 0);
+
+  Buffer small({n - 1, k}, DType::kF16), unused;
+  EXPECT_FALSE(ops::copy_rows_for_cpu(small.view(), unused).has_value());
+  if (kernels::has_interleaved_matmul()) {
+    Buffer rows, packed;
+    const Tensor interleaved =
+        *ops::interleave_for_cpu(q4_0_weight(1024, 4096, 3, rows), packed);  // 2.25 MiB
+    EXPECT_FALSE(ops::copy_rows_for_cpu(interleaved, unused).has_value());
+  }
 }
 
 TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {
