@@ -194,6 +194,17 @@ static inline void softmax_tile(const float* sc, float* w, int64_t tile, int64_t
   for (int64_t j = 0; j < tile; ++j) denominator += w[j];
 }
 
+// Requests into L2 the floats [d_begin, d_end) of the rows of positions [j_begin, j_end) at
+// base + offsets[j]: a KV head's rows are one cache slot apart, too scattered for the hardware
+// prefetchers. (Into L1 the requests stalled on its few fill buffers.)
+static inline void request_rows(const float* base, const int64_t* offsets, int64_t j_begin,
+                                int64_t j_end, int64_t d_begin, int64_t d_end) {
+  for (int64_t j = j_begin; j < j_end; ++j) {
+    for (int64_t d = d_begin; d < d_end; d += 16)
+      _mm_prefetch(reinterpret_cast<const char*>(base + offsets[j] + d), _MM_HINT_T1);
+  }
+}
+
 // Up to 4 rows (a decode step's GQA group, or a single MHA row) with the positions in the 8
 // lanes instead of the rows: a K block of 8 positions x 8 dimensions is transposed in registers
 // and serves every row, and V rows are read along head_dim. Each (row, position) score, weight,
@@ -254,14 +265,8 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
     // The next tile's K rows and this tile's V rows, requested into L2 now: they arrive while
     // this tile is scored (SmolLM2's shape at 300 positions, 2 threads, attention alone,
     // alternating: 1.0-1.4 -> 0.7-0.8 ms per token; 100 positions and 7B shapes unchanged).
-    for (int64_t j = p0 + kTile; j < std::min(max_positions, p0 + 2 * kTile); ++j) {
-      for (int64_t d = 0; d < head_dim; d += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(k + offsets[j] + d), _MM_HINT_T1);
-    }
-    for (int64_t j = p0; j < p0 + tile; ++j) {
-      for (int64_t d = 0; d < head_dim; d += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(v + offsets[j] + d), _MM_HINT_T1);
-    }
+    request_rows(k, offsets, p0 + kTile, std::min(max_positions, p0 + 2 * kTile), 0, head_dim);
+    request_rows(v, offsets, p0, p0 + tile, 0, head_dim);
     // Scores for 8 * J positions at a time (missing ones read position p0 and are masked).
     for (int64_t j0 = 0; j0 < tile; j0 += 8 * J) {
       const float* keys[J][8];
@@ -346,10 +351,8 @@ static void scores_in_lanes(const float* const* q_rows, const int64_t* num_posit
     // The K rows 16 positions ahead, requested now into L2 (as values_in_lanes does for V; into
     // L1 the requests stalled on its few fill buffers: SmolLM2's shape at 1024 positions, 2
     // threads, 3 alternating runs: 4.4-4.5 -> 3.2-3.4 ms per token).
-    for (int64_t j = p0 + 16; j < std::min(p0 + 24, std::min(p_end, max_positions)); ++j) {
-      for (int64_t d = 0; d < head_dim; d += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(k + offsets[j] + d), _MM_HINT_T1);
-    }
+    request_rows(k, offsets, p0 + 16, std::min(p0 + 24, std::min(p_end, max_positions)), 0,
+                 head_dim);
     const float* keys[8];
     for (int i = 0; i < 8; ++i) keys[i] = k + offsets[p0 + i < max_positions ? p0 + i : p_begin];
     __m256 s[R];
@@ -402,10 +405,7 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
     // This thread's slice of the next tile's V rows, requested now into L2: one slot apart, they
     // are too scattered for the hardware prefetchers (into L1: 4.6-5.9 -> 4.3-4.4 ms per token in
     // the measurement above).
-    for (int64_t j = p0 + kTile; j < std::min(max_positions, p0 + 2 * kTile); ++j) {
-      for (int64_t d = d_begin; d < d_end; d += 16)
-        _mm_prefetch(reinterpret_cast<const char*>(v + offsets[j] + d), _MM_HINT_T1);
-    }
+    request_rows(v, offsets, p0 + kTile, std::min(max_positions, p0 + 2 * kTile), d_begin, d_end);
     for (int r = 0; r < R; ++r) {
       const int64_t seen = num_positions[r] - p0;
       const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
