@@ -89,16 +89,16 @@ void LlamaModel::set_int8_activations(bool on) {
   LM_CHECK_MSG(on || interleaved_.empty(),
                "int8 activations are fixed once weights are interleaved");
   int8_activations_ = on;
-  if (on && interleaved_.empty()) interleave_weights();
+  if (on && interleaved_.empty()) prepare_cpu_weights();
 }
 
-void LlamaModel::interleave_weights() {
+void LlamaModel::prepare_cpu_weights() {
   // A tied LM head shares the embedding table, which the embedding lookup reads in rows: an
   // interleaved head is a copy and the table's mapped pages stay; a head copied as rows serves
   // the lookup too. Weights that cannot be interleaved (F16, BF16, F32, Q5_K) are copied as rows
   // into huge pages, which stream faster than the mapped file's pages.
   const void* table = weights_.embed_tokens.data;
-  auto interleave = [&](Tensor& w) {
+  auto prepare = [&](Tensor& w) {
     Buffer storage;
     std::optional<Tensor> packed = ops::interleave_for_cpu(w, storage);
     const bool interleaved = packed.has_value();
@@ -115,9 +115,9 @@ void LlamaModel::interleave_weights() {
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
                       &layer.up_proj, &layer.down_proj})
-      interleave(*w);
+      prepare(*w);
   }
-  interleave(weights_.lm_head);
+  prepare(weights_.lm_head);
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

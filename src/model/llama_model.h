@@ -38,7 +38,8 @@ class LlamaModel {
   // Compute Linears with GGML block-format weights on int8-quantized activations (llama.cpp's
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
   // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way
-  // (ops::interleave_for_cpu) and hands the mapped file's copies of them back to the kernel, so
+  // (ops::interleave_for_cpu; GGUF Linears that stay in rows are copied into huge pages,
+  // ops::copy_rows_for_cpu) and hands the mapped file's copies of them back to the kernel, so
   // it cannot be turned off again.
   void set_int8_activations(bool on);
   // How many weight matrices are stored interleaved.
@@ -65,7 +66,7 @@ class LlamaModel {
   };
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);
-  void interleave_weights();
+  void prepare_cpu_weights();
 
   ModelConfig config_;
   std::shared_ptr<const GgufFile> gguf_;
