@@ -8,6 +8,7 @@
 
 #include "loader/gguf_file.h"
 #include "model/rope_frequencies.h"
+#include "ops/cpu_weights.h"
 #include "ops/layers.h"
 #include "ops/linear.h"
 
@@ -86,38 +87,39 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
 }
 
 void LlamaModel::set_int8_activations(bool on) {
-  LM_CHECK_MSG(on || interleaved_.empty(),
-               "int8 activations are fixed once weights are interleaved");
+  const bool prepared = !prepared_weights_.view().empty();
+  LM_CHECK_MSG(on || !prepared, "int8 activations are fixed once weights are prepared");
   int8_activations_ = on;
-  if (on && interleaved_.empty()) prepare_cpu_weights();
+  if (on && !prepared) prepare_cpu_weights();
 }
 
 void LlamaModel::prepare_cpu_weights() {
   // A tied LM head shares the embedding table, which the embedding lookup reads in rows: an
   // interleaved head is a copy and the table's mapped pages stay; a head copied as rows serves
-  // the lookup too. Weights that cannot be interleaved (F16, BF16, F32, Q5_K) are copied as rows
-  // into huge pages, which stream faster than the mapped file's pages.
-  const void* table = weights_.embed_tokens.data;
-  auto prepare = [&](Tensor& w) {
-    Buffer storage;
-    std::optional<Tensor> packed = ops::interleave_for_cpu(w, storage);
-    const bool interleaved = packed.has_value();
-    // (Only where the file's pages can be handed back: a copy must not double the resident size.)
-    if (!interleaved && gguf_ != nullptr) packed = ops::copy_rows_for_cpu(w, storage);
-    if (!packed) return;
-    const bool tied = w.data == table;
-    if (gguf_ != nullptr && (!tied || !interleaved))
-      gguf_->drop_pages(w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
-    if (tied && !interleaved) weights_.embed_tokens = *packed;
-    w = *packed;
-    (interleaved ? interleaved_ : row_copies_).push_back(std::move(storage));
-  };
+  // the lookup too. Rows are copied only where the file's pages can be handed back (GGUF): a
+  // copy must not double the resident size.
+  const Tensor table = weights_.embed_tokens;
+  std::vector<Tensor*> linears;
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
                       &layer.up_proj, &layer.down_proj})
-      prepare(*w);
+      linears.push_back(w);
   }
-  prepare(weights_.lm_head);
+  linears.push_back(&weights_.lm_head);
+  std::vector<Tensor> sources;
+  for (const Tensor* w : linears) sources.push_back(*w);
+  const std::vector<ops::CpuWeightPlan> plans =
+      ops::prepare_cpu_weights(linears, gguf_ != nullptr, prepared_weights_);
+  for (size_t i = 0; i < linears.size(); ++i) {
+    if (plans[i] == ops::CpuWeightPlan::kKeep) continue;
+    const bool interleaved = plans[i] == ops::CpuWeightPlan::kInterleave;
+    const bool tied = sources[i].data == table.data;
+    if (gguf_ != nullptr && (!tied || !interleaved))
+      gguf_->drop_pages(sources[i].data,
+                        static_cast<size_t>(sources[i].dim(0) * sources[i].row_bytes()));
+    if (tied && !interleaved) weights_.embed_tokens = *linears[i];
+    if (interleaved) ++num_interleaved_;
+  }
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

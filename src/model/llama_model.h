@@ -38,12 +38,12 @@ class LlamaModel {
   // Compute Linears with GGML block-format weights on int8-quantized activations (llama.cpp's
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
   // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way
-  // (ops::interleave_for_cpu; GGUF Linears that stay in rows are copied into huge pages,
-  // ops::copy_rows_for_cpu) and hands the mapped file's copies of them back to the kernel, so
-  // it cannot be turned off again.
+  // and copies GGUF Linears that stay in rows, all into one huge-page arena (ops/cpu_weights.h),
+  // and hands the mapped file's copies of them back to the kernel, so it cannot be turned off
+  // again.
   void set_int8_activations(bool on);
   // How many weight matrices are stored interleaved.
-  int64_t num_interleaved_weights() const { return static_cast<int64_t>(interleaved_.size()); }
+  int64_t num_interleaved_weights() const { return num_interleaved_; }
   bool int8_activations() const { return int8_activations_; }
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
@@ -72,8 +72,8 @@ class LlamaModel {
   std::shared_ptr<const GgufFile> gguf_;
   WeightStore store_;
   LlamaWeights weights_;
-  std::vector<Buffer> interleaved_;  // the interleaved copies weights_ points into
-  std::vector<Buffer> row_copies_;   // the huge-page copies of the weights that stay in rows
+  Buffer prepared_weights_;  // the arena of interleaved and row copies weights_ points into
+  int64_t num_interleaved_ = 0;
   Workspace ws_;
   bool int8_activations_ = false;
 };

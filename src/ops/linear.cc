@@ -1,13 +1,9 @@
 #include "ops/linear.h"
 
-#include <cstring>
-
-#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
 
 namespace lm::ops {
-namespace {
 
 std::optional<kernels::RowFormat> row_format(DType dtype) {
   switch (dtype) {
@@ -37,6 +33,8 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return std::nullopt;
   }
 }
+
+namespace {
 
 kernels::RowFormat checked_format(const Tensor& w) {
   auto format = row_format(w.dtype);
@@ -91,29 +89,6 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
   thread_local kernels::InterleavedInput input;
   input.prepare(x.as<float>(), x.dim(0), x.dim(1), pool);
   kernels::matmul_interleaved(products, input, pool);
-}
-
-std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
-  const auto format = row_format(w.dtype);
-  if (!format || w.device != Device::kCpu || w.rank() != 2 || w.layout != WeightLayout::kRows ||
-      !kernels::has_interleaved_matmul() || !kernels::can_interleave(*format, w.dim(0), w.dim(1)))
-    return std::nullopt;
-  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
-  Tensor packed = storage.view();
-  kernels::interleave_rows(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), packed.data);
-  packed.layout = WeightLayout::kInterleaved8;
-  return packed;
-}
-
-std::optional<Tensor> copy_rows_for_cpu(const Tensor& w, Buffer& storage) {
-  constexpr int64_t kMinBytes = int64_t{2} << 20;
-  if (w.device != Device::kCpu || w.rank() != 2 || w.layout != WeightLayout::kRows ||
-      w.dim(0) * w.row_bytes() < kMinBytes)
-    return std::nullopt;
-  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
-  Tensor copy = storage.view();
-  std::memcpy(copy.data, w.data, static_cast<size_t>(w.dim(0) * w.row_bytes()));
-  return copy;
 }
 
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {

@@ -4,6 +4,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "kernels/cpu/row_format.h"
 #include "tensor/tensor.h"
 
 #include <initializer_list>
@@ -12,13 +13,16 @@
 
 namespace lm::ops {
 
+// The CPU kernels' row format of a weight dtype, or nullopt for a dtype they do not read.
+std::optional<kernels::RowFormat> row_format(DType dtype);
+
 // True when the kernels can compute with weights of this dtype.
 bool supports_weight_dtype(DType dtype);
 
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
 // quantize_activations: for GGML block-format weights, x is quantized to int8 blocks and the dots
 // are integer (llama.cpp's numerics); ignored for other dtypes. Interleaved weights
-// (interleave_for_cpu) always take the int8 path.
+// (ops/cpu_weights.h) always take the int8 path.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations = false);
 
@@ -33,18 +37,6 @@ struct LinearOutput {
 // quantized and prepared for them once.
 void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> outputs,
                          ThreadPool& pool, bool quantize_activations = false);
-
-// When this CPU has the int8 GEMM over interleaved rows and w's dtype and shape allow it
-// (kernels/cpu/interleaved_rows.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K with rows a multiple of
-// 8): w's rows interleaved into `storage` (same bytes), and a view of them with layout
-// kInterleaved8, valid while `storage` lives. Otherwise nullopt. Only linear() and
-// linear_shared_input() read interleaved weights.
-std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
-
-// For a CPU weight in rows of at least 2 MiB: its bytes copied into `storage` (huge pages,
-// Buffer::Pages::kHuge) and a view of the copy, valid while `storage` lives. Otherwise nullopt.
-// Weights streamed every step read faster from there than from the mapped file's 4 KiB pages.
-std::optional<Tensor> copy_rows_for_cpu(const Tensor& w, Buffer& storage);
 
 // out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out);

@@ -72,6 +72,11 @@ Buffer::Buffer(Shape shape, DType dtype, Pages pages) : shape_(std::move(shape))
   }
 }
 
+Buffer Buffer::of_bytes(int64_t bytes, Pages pages) {
+  LM_CHECK(bytes >= 0);
+  return Buffer({(bytes + 3) / 4}, DType::kI32, pages);
+}
+
 Buffer::Buffer(Buffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)),

@@ -58,6 +58,8 @@ class Buffer {
 
   Buffer() = default;
   explicit Buffer(Shape shape, DType dtype = DType::kF32, Pages pages = Pages::kSmall);
+  // `bytes` of raw storage (its view() is an I32 tensor covering them).
+  static Buffer of_bytes(int64_t bytes, Pages pages = Pages::kSmall);
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;

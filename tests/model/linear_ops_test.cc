@@ -1,7 +1,7 @@
 // ops::linear over interleaved weights: which weights interleave_for_cpu takes, and that the
 // int8 GEMM over them agrees with the row layout's int8 path, alone or sharing one prepared input
-// between several Linears (bit for bit with separate calls); which weights copy_rows_for_cpu
-// copies into huge pages.
+// between several Linears (bit for bit with separate calls); how prepare_cpu_weights places a
+// model's weights in one huge-page arena.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +9,10 @@
 #include <random>
 
 #include "../kernels/kernel_test_util.h"
+#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
+#include "ops/cpu_weights.h"
 #include "ops/linear.h"
 
 namespace lm {
@@ -53,29 +55,62 @@ TEST(InterleaveForCpu, TakesBlockFormatsWithWholeGroupsOfEightRowsOnly) {
   EXPECT_FALSE(ops::interleave_for_cpu(*view, unused).has_value());  // already interleaved
 }
 
-TEST(CopyRowsForCpu, CopiesRowWeightsOfAtLeastTwoMebibytesIntoHugePages) {
-  constexpr int64_t n = 1024, k = 1024;  // F16: exactly 2 MiB
-  Buffer f16({n, k}, DType::kF16);
-  auto* bytes = static_cast<uint8_t*>(f16.view().data);
+// n x k F16 weights with a byte pattern, owned by `storage`.
+Tensor f16_weight(int64_t n, int64_t k, Buffer& storage) {
+  storage = Buffer({n, k}, DType::kF16);
+  auto* bytes = static_cast<uint8_t*>(storage.view().data);
   for (int64_t i = 0; i < n * k * 2; ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
-  Buffer copy;
-  const auto view = ops::copy_rows_for_cpu(f16.view(), copy);
-  ASSERT_TRUE(view.has_value());
-  EXPECT_EQ(view->layout, WeightLayout::kRows);
-  EXPECT_EQ(view->shape, f16.view().shape);
-  EXPECT_EQ(view->dtype, DType::kF16);
-  EXPECT_NE(view->data, f16.view().data);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(view->data) % (uintptr_t{2} << 20), 0u);
-  EXPECT_EQ(std::memcmp(view->data, bytes, n * k * 2), 0);
+  return storage.view();
+}
 
-  Buffer small({n - 1, k}, DType::kF16), unused;
-  EXPECT_FALSE(ops::copy_rows_for_cpu(small.view(), unused).has_value());
-  if (kernels::has_interleaved_matmul()) {
-    Buffer rows, packed;
-    const Tensor interleaved =
-        *ops::interleave_for_cpu(q4_0_weight(1024, 4096, 3, rows), packed);  // 2.25 MiB
-    EXPECT_FALSE(ops::copy_rows_for_cpu(interleaved, unused).has_value());
+TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
+  const bool interleaves = kernels::has_interleaved_matmul();
+  Buffer rows_q, rows_f, rows_small, arena;
+  Tensor q4 = q4_0_weight(16, 64, 1, rows_q);
+  Tensor f16 = f16_weight(1024, 1024, rows_f);  // 2 MiB
+  Tensor small = f16_weight(3, 64, rows_small);
+  Tensor vector = small;
+  vector.shape = {3 * 64};  // not a matrix: kept
+  const std::vector<Tensor> sources = {q4, f16, small, vector};
+  Tensor* weights[] = {&q4, &f16, &small, &vector};
+  const auto plans = ops::prepare_cpu_weights(weights, /*copy_rows=*/true, arena);
+  using Plan = ops::CpuWeightPlan;
+  EXPECT_EQ(plans, (std::vector<Plan>{interleaves ? Plan::kInterleave : Plan::kCopyRows,
+                                      Plan::kCopyRows, Plan::kCopyRows, Plan::kKeep}));
+  const auto* base = static_cast<const uint8_t*>(arena.view().data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % (uintptr_t{2} << 20), 0u);  // over 2 MiB in all
+  EXPECT_EQ(q4.data, base);  // one after another, each on a 64-byte boundary
+  EXPECT_EQ(f16.data, base + 576);
+  EXPECT_EQ(small.data, base + 576 + (2 << 20));
+  EXPECT_EQ(vector.data, sources[3].data);
+  EXPECT_EQ(q4.layout, interleaves ? WeightLayout::kInterleaved8 : WeightLayout::kRows);
+  for (const Tensor* w : {&f16, &small}) EXPECT_EQ(w->layout, WeightLayout::kRows);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(weights[i]->shape, sources[i].shape);
+    EXPECT_EQ(weights[i]->dtype, sources[i].dtype);
   }
+  EXPECT_EQ(std::memcmp(f16.data, sources[1].data, 1024 * 1024 * 2), 0);
+  EXPECT_EQ(std::memcmp(small.data, sources[2].data, 3 * 64 * 2), 0);
+  if (interleaves) {
+    std::vector<uint8_t> row(static_cast<size_t>(q4.row_bytes()));
+    for (int64_t j = 0; j < 16; ++j) {
+      kernels::deinterleave_row(kernels::RowFormat::kQ4_0, q4.data, j, 64, row.data());
+      EXPECT_EQ(std::memcmp(row.data(), sources[0].as<uint8_t>() + j * q4.row_bytes(), row.size()),
+                0)
+          << j;
+    }
+  }
+}
+
+TEST(PrepareCpuWeights, KeepsRowsWhenTheirPagesCannotBeHandedBack) {
+  Buffer rows_f, arena;
+  Tensor f16 = f16_weight(16, 64, rows_f);
+  const void* data = f16.data;
+  Tensor* weights[] = {&f16};
+  EXPECT_EQ(ops::prepare_cpu_weights(weights, /*copy_rows=*/false, arena),
+            std::vector<ops::CpuWeightPlan>{ops::CpuWeightPlan::kKeep});
+  EXPECT_EQ(f16.data, data);
+  EXPECT_TRUE(arena.view().empty());
 }
 
 TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {

@@ -1,0 +1,68 @@
+#include "ops/cpu_weights.h"
+
+#include <cstring>
+
+#include "kernels/cpu/interleaved_rows.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/row_format.h"
+#include "ops/linear.h"
+
+namespace lm::ops {
+namespace {
+
+bool cpu_rows(const Tensor& w) {
+  return w.device == Device::kCpu && w.rank() == 2 && w.layout == WeightLayout::kRows;
+}
+
+int64_t weight_bytes(const Tensor& w) { return w.dim(0) * w.row_bytes(); }
+
+}  // namespace
+
+CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
+  if (!cpu_rows(w)) return CpuWeightPlan::kKeep;
+  const auto format = row_format(w.dtype);
+  if (format && kernels::has_interleaved_matmul() &&
+      kernels::can_interleave(*format, w.dim(0), w.dim(1)))
+    return CpuWeightPlan::kInterleave;
+  return copy_rows && format ? CpuWeightPlan::kCopyRows : CpuWeightPlan::kKeep;
+}
+
+Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
+  LM_CHECK(plan != CpuWeightPlan::kKeep && cpu_rows(w));
+  Tensor placed = w;
+  placed.data = dst;
+  if (plan == CpuWeightPlan::kInterleave) {
+    kernels::interleave_rows(*row_format(w.dtype), w.data, w.row_bytes(), w.dim(0), w.dim(1), dst);
+    placed.layout = WeightLayout::kInterleaved8;
+  } else {
+    std::memcpy(dst, w.data, static_cast<size_t>(weight_bytes(w)));
+  }
+  return placed;
+}
+
+std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
+  if (plan_cpu_weight(w, false) != CpuWeightPlan::kInterleave) return std::nullopt;
+  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
+  return place_cpu_weight(w, CpuWeightPlan::kInterleave, storage.view().data);
+}
+
+std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
+                                               Buffer& arena) {
+  std::vector<CpuWeightPlan> plans;
+  std::vector<int64_t> offsets;
+  int64_t bytes = 0;
+  for (const Tensor* w : weights) {
+    plans.push_back(plan_cpu_weight(*w, copy_rows));
+    offsets.push_back(bytes);
+    if (plans.back() != CpuWeightPlan::kKeep) bytes += (weight_bytes(*w) + 63) / 64 * 64;
+  }
+  arena = bytes > 0 ? Buffer::of_bytes(bytes, Buffer::Pages::kHuge) : Buffer();
+  auto* base = static_cast<uint8_t*>(arena.view().data);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (plans[i] != CpuWeightPlan::kKeep)
+      *weights[i] = place_cpu_weight(*weights[i], plans[i], base + offsets[i]);
+  }
+  return plans;
+}
+
+}  // namespace lm::ops

@@ -1,0 +1,42 @@
+// How a model's CPU Linear weights are stored for the kernels. At load they are the file's rows
+// (mapped GGUF or safetensors pages); once int8 activations are on, the ones the CPU reads
+// faster in another place are copied into one huge-page arena: interleaved 8 rows at a time for
+// the int8 GEMM (kernels/cpu/interleaved_rows.h), or, for dtypes it does not take (F16, BF16,
+// F32, Q5_K), their rows as they are. One arena rather than a buffer per weight: a model's
+// matrices are mostly smaller than a 2 MiB page (all of SmolLM2's), and only a buffer of whole
+// 2 MiB pages gets huge pages. Streamed weights read faster from huge pages than from 4 KiB ones
+// (the hardware prefetcher stops at 4 KiB pages; fewer TLB entries cover the stream).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace lm::ops {
+
+enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows };
+
+// kInterleave when this CPU has the interleaved int8 GEMM and w (a 2-D CPU weight in rows) has an
+// interleaved layout (kernels::can_interleave); else kCopyRows for a 2-D CPU weight in rows when
+// copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
+// size); else kKeep.
+CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
+
+// w's bytes (w.dim(0) * w.row_bytes()) stored at dst as `plan` says (not kKeep), and a view of
+// them (layout kInterleaved8 for kInterleave), valid while dst's memory lives.
+Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
+
+// A weight's own copy in `storage` (huge pages), interleaved, when it plans kInterleave; else
+// nullopt. Only linear() and linear_shared_input() read interleaved weights.
+std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
+
+// Plans every weight, places the ones not kept one after another (64-byte aligned) in `arena`
+// (huge pages) and repoints them there. Returns each weight's plan, in order; `arena` is left
+// empty when every weight is kept.
+std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
+                                               Buffer& arena);
+
+}  // namespace lm::ops
