@@ -106,20 +106,16 @@ void LlamaModel::prepare_cpu_weights() {
       linears.push_back(w);
   }
   linears.push_back(&weights_.lm_head);
-  std::vector<Tensor> sources;
-  for (const Tensor* w : linears) sources.push_back(*w);
-  const std::vector<ops::CpuWeightPlan> plans =
-      ops::prepare_cpu_weights(linears, gguf_ != nullptr, prepared_weights_);
-  for (size_t i = 0; i < linears.size(); ++i) {
-    if (plans[i] == ops::CpuWeightPlan::kKeep) continue;
-    const bool interleaved = plans[i] == ops::CpuWeightPlan::kInterleave;
-    const bool tied = sources[i].data == table.data;
+  // Each source's pages go back as soon as its copy is made: loading never holds two copies.
+  const auto placed = [&](size_t i, const Tensor& source) {
+    const bool interleaved = linears[i]->layout == WeightLayout::kInterleaved8;
+    const bool tied = source.data == table.data;
     if (gguf_ != nullptr && (!tied || !interleaved))
-      gguf_->drop_pages(sources[i].data,
-                        static_cast<size_t>(sources[i].dim(0) * sources[i].row_bytes()));
+      gguf_->drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
     if (tied && !interleaved) weights_.embed_tokens = *linears[i];
     if (interleaved) ++num_interleaved_;
-  }
+  };
+  ops::prepare_cpu_weights(linears, gguf_ != nullptr, prepared_weights_, placed);
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

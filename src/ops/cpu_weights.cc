@@ -47,7 +47,7 @@ std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
 }
 
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
-                                               Buffer& arena) {
+                                               Buffer& arena, const CpuWeightPlaced& placed) {
   std::vector<CpuWeightPlan> plans;
   std::vector<int64_t> offsets;
   int64_t bytes = 0;
@@ -59,8 +59,10 @@ std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights,
   arena = bytes > 0 ? Buffer::of_bytes(bytes, Buffer::Pages::kHuge) : Buffer();
   auto* base = static_cast<uint8_t*>(arena.view().data);
   for (size_t i = 0; i < weights.size(); ++i) {
-    if (plans[i] != CpuWeightPlan::kKeep)
-      *weights[i] = place_cpu_weight(*weights[i], plans[i], base + offsets[i]);
+    if (plans[i] == CpuWeightPlan::kKeep) continue;
+    const Tensor source = *weights[i];
+    *weights[i] = place_cpu_weight(source, plans[i], base + offsets[i]);
+    if (placed) placed(i, source);
   }
   return plans;
 }

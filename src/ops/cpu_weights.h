@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -33,10 +34,14 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
 // nullopt. Only linear() and linear_shared_input() read interleaved weights.
 std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
 
+// Called after weight `index` was placed, with the tensor it was before (e.g. to hand the
+// source's pages back at once, so that loading never holds two copies of the whole model).
+using CpuWeightPlaced = std::function<void(size_t index, const Tensor& source)>;
+
 // Plans every weight, places the ones not kept one after another (64-byte aligned) in `arena`
-// (huge pages) and repoints them there. Returns each weight's plan, in order; `arena` is left
-// empty when every weight is kept.
+// (huge pages) and repoints them there, calling `placed` after each. Returns each weight's plan,
+// in order; `arena` is left empty when every weight is kept.
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
-                                               Buffer& arena);
+                                               Buffer& arena, const CpuWeightPlaced& placed = {});
 
 }  // namespace lm::ops

@@ -66,22 +66,32 @@ Tensor f16_weight(int64_t n, int64_t k, Buffer& storage) {
 TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
   const bool interleaves = kernels::has_interleaved_matmul();
   Buffer rows_q, rows_f, rows_small, arena;
-  Tensor q4 = q4_0_weight(16, 64, 1, rows_q);
+  Tensor q4 = q4_0_weight(16, 96, 1, rows_q);   // 864 bytes
   Tensor f16 = f16_weight(1024, 1024, rows_f);  // 2 MiB
   Tensor small = f16_weight(3, 64, rows_small);
   Tensor vector = small;
   vector.shape = {3 * 64};  // not a matrix: kept
   const std::vector<Tensor> sources = {q4, f16, small, vector};
   Tensor* weights[] = {&q4, &f16, &small, &vector};
-  const auto plans = ops::prepare_cpu_weights(weights, /*copy_rows=*/true, arena);
+  std::vector<size_t> placed;  // each call: its weight placed, the next one not yet
+  const auto plans = ops::prepare_cpu_weights(
+      weights, /*copy_rows=*/true, arena, [&](size_t i, const Tensor& source) {
+        EXPECT_EQ(source.data, sources[i].data);
+        EXPECT_NE(weights[i]->data, source.data);
+        if (i + 1 < 3) {
+          EXPECT_EQ(weights[i + 1]->data, sources[i + 1].data);  // not placed yet
+        }
+        placed.push_back(i);
+      });
+  EXPECT_EQ(placed, (std::vector<size_t>{0, 1, 2}));
   using Plan = ops::CpuWeightPlan;
   EXPECT_EQ(plans, (std::vector<Plan>{interleaves ? Plan::kInterleave : Plan::kCopyRows,
                                       Plan::kCopyRows, Plan::kCopyRows, Plan::kKeep}));
   const auto* base = static_cast<const uint8_t*>(arena.view().data);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % (uintptr_t{2} << 20), 0u);  // over 2 MiB in all
   EXPECT_EQ(q4.data, base);  // one after another, each on a 64-byte boundary
-  EXPECT_EQ(f16.data, base + 576);
-  EXPECT_EQ(small.data, base + 576 + (2 << 20));
+  EXPECT_EQ(f16.data, base + 896);
+  EXPECT_EQ(small.data, base + 896 + (2 << 20));
   EXPECT_EQ(vector.data, sources[3].data);
   EXPECT_EQ(q4.layout, interleaves ? WeightLayout::kInterleaved8 : WeightLayout::kRows);
   for (const Tensor* w : {&f16, &small}) EXPECT_EQ(w->layout, WeightLayout::kRows);
@@ -94,7 +104,7 @@ TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
   if (interleaves) {
     std::vector<uint8_t> row(static_cast<size_t>(q4.row_bytes()));
     for (int64_t j = 0; j < 16; ++j) {
-      kernels::deinterleave_row(kernels::RowFormat::kQ4_0, q4.data, j, 64, row.data());
+      kernels::deinterleave_row(kernels::RowFormat::kQ4_0, q4.data, j, 96, row.data());
       EXPECT_EQ(std::memcmp(row.data(), sources[0].as<uint8_t>() + j * q4.row_bytes(), row.size()),
                 0)
           << j;
