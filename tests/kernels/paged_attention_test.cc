@@ -154,7 +154,7 @@ TEST(PagedAttention, LongDecodesSplitOverThreadsKeepTheBitsOfOneThread) {
   const Case cases[] = {
       {9, 3, 64, 16, {{700, 1}}},           // SmolLM2's shape: 3 KV heads, groups of 3
       {4, 4, 72, 16, {{600, 1}}},           // MHA, head_dim 72 (uneven dim shares)
-      {8, 2, 64, 5, {{511, 1}, {900, 1}}},  // groups of 4, exactly 512 positions
+      {8, 2, 64, 5, {{255, 1}, {900, 1}}},  // groups of 4, exactly 256 positions (the least split)
       {2, 1, 16, 16, {{1000, 1}}},          // a share of no head dims at 3 threads
       {2, 1, 32, 16, {{600, 2}}},           // two tokens x 2 heads: rows end at different positions
   };

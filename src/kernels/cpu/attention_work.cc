@@ -33,7 +33,7 @@ std::vector<Chunk> interleave_cheap_and_dear(std::vector<Chunk> chunks) {
 
 // Decode chunks of sequences at least this long are split over the threads when there are too
 // few chunks to keep every thread busy (split_chunks).
-constexpr int64_t kSplitMinPositions = 512;
+constexpr int64_t kSplitMinPositions = 256;
 
 // A chunk's rows as attend_rows and the split kernels take them.
 struct ChunkRows {
