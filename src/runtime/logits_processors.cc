@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "kernels/cpu/activations.h"
 
 namespace lm {
 namespace {
@@ -94,10 +95,10 @@ LogSoftmax log_softmax_of(std::span<const float> scores) {
     out.log_sum = kNegInf;
     return out;
   }
-  double sum = 0.0;
-  for (float x : scores) sum += std::exp(x - out.max);
-  out.sum_exp = sum;
-  out.log_sum = static_cast<float>(std::log(sum));
+  // Vectorised (one pass over the vocabulary per token: with libm's exp it took 7% of SmolLM2's
+  // decode, while the pool's other thread waited).
+  out.sum_exp = kernels::sum_exp(scores.data(), static_cast<int64_t>(scores.size()), out.max);
+  out.log_sum = static_cast<float>(std::log(out.sum_exp));
   return out;
 }
 

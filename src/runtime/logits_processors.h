@@ -16,8 +16,9 @@ using TokenCountMap = std::unordered_map<int32_t, int32_t>;
 // Reusable buffers so that a step allocates nothing once warm.
 struct ProcessorScratch {
   std::vector<int32_t> ids;
-  std::vector<float> probs;   // by token id
-  std::vector<float> values;  // by token id
+  std::vector<float> probs;    // by token id
+  std::vector<float> values;   // by token id
+  std::vector<double> totals;  // by token id
 };
 
 // Log-softmax of a score vector: logprob(x) = x - max - log_sum. When every score is -inf,
@@ -25,7 +26,7 @@ struct ProcessorScratch {
 struct LogSoftmax {
   float max = 0.0f;
   int32_t argmax = 0;    // lowest id holding max
-  double sum_exp = 0.0;  // sum over ids, in id order, of expf(x - max)
+  double sum_exp = 0.0;  // sum over ids of exp(x - max) (kernels::sum_exp)
   float log_sum = 0.0f;  // log(sum_exp)
   float logprob(float score) const;
 };

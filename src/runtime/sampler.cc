@@ -57,21 +57,24 @@ SampleResult Sampler::sample(std::span<float> logits) {
   return result;
 }
 
-// Inverse-CDF draw over the ids in id order, with the very weights the normaliser summed, so the
-// cumulative sum ends exactly at norm.sum_exp.
+// Inverse-CDF draw over the ids in id order: the target is a fraction of the very sum of weights
+// the running totals end at (computed here in id order, not norm.sum_exp, whose vector sum may
+// differ in the last bits), so every id gets exactly its weight's share.
 int32_t Sampler::draw(std::span<const float> scores, const LogSoftmax& norm) {
   if (norm.max == kNegInf) return norm.argmax;
-  const double target = random_.next_double() * norm.sum_exp;
+  std::vector<double>& totals = scratch_.totals;  // totals[i]: the weights of ids 0..i
+  totals.resize(scores.size());
   double cumulative = 0.0;
-  int32_t last_possible = norm.argmax;
   for (size_t i = 0; i < scores.size(); ++i) {
-    const float weight = std::exp(scores[i] - norm.max);
-    if (weight == 0.0f) continue;
-    cumulative += weight;
-    last_possible = static_cast<int32_t>(i);
-    if (cumulative > target) return last_possible;
+    cumulative += std::exp(scores[i] - norm.max);
+    totals[i] = cumulative;
   }
-  return last_possible;  // target rounded up to the full sum
+  const double target = random_.next_double() * cumulative;
+  // The first id whose running total passes the target has a weight > 0; a target rounded up to
+  // the full sum takes the last such id.
+  auto it = std::upper_bound(totals.begin(), totals.end(), target);
+  if (it == totals.end()) it = std::lower_bound(totals.begin(), totals.end(), cumulative);
+  return static_cast<int32_t>(it - totals.begin());
 }
 
 std::vector<TokenLogprob> Sampler::top_tokens(std::span<const float> scores,

@@ -1,9 +1,12 @@
-// SwiGLU, residual add and softmax against double-precision formulas, including extreme inputs.
+// SwiGLU, the sum of exps, residual add and softmax against double-precision formulas,
+// including extreme inputs.
 #include "kernels/cpu/activations.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -31,6 +34,31 @@ TEST(Activations, SiluMulMatchesFormulaOnEveryIsa) {
     silu_mul(aliased.data(), up.data(), aliased.data(), 101, isa);
     EXPECT_EQ(aliased, out);
   }
+}
+
+// A vocabulary-sized softmax normaliser: stretches of 256 and a tail, -inf scores (filtered
+// tokens) adding nothing, scores far below the max adding (almost) nothing.
+TEST(Activations, SumExpMatchesFormulaOnEveryIsa) {
+  constexpr int64_t n = 49152 + 77;
+  auto x = testing::random_floats(n, 3, -30.0f, 5.0f);
+  float max = x[0];
+  for (int64_t i = 0; i < n; i += 5) x[i] = -std::numeric_limits<float>::infinity();
+  x[7] = -200.0f;
+  for (float v : x) max = std::max(max, v);
+  double expected = 0.0;
+  for (float v : x) expected += std::exp(static_cast<double>(v) - max);
+  for (Isa isa : testing::supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    // Polynomial exps (relative error < 2e-7) added in float lanes over stretches of 256.
+    EXPECT_NEAR(sum_exp(x.data(), n, max, isa), expected, 1e-6 * expected);
+    const double tail = std::exp(double{x[1]} - max) + std::exp(double{x[2]} - max);
+    EXPECT_NEAR(sum_exp(x.data(), 3, max, isa), tail, 1e-6 * tail);  // the tail alone
+    EXPECT_EQ(sum_exp(x.data(), 0, max, isa), 0.0);
+  }
+  // All -inf but one at the max: exactly 1.
+  std::vector<float> one(300, -std::numeric_limits<float>::infinity());
+  one[123] = 2.5f;
+  for (Isa isa : testing::supported_isas()) EXPECT_EQ(sum_exp(one.data(), 300, 2.5f, isa), 1.0);
 }
 
 TEST(Activations, AddInplace) {

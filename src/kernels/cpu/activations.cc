@@ -1,5 +1,5 @@
-// Elementwise kernels: SiLU·mul through the ISA table (its exp is vectorised there; the scalar
-// table keeps libm's), the rest in plain C++.
+// Elementwise kernels: SiLU·mul and the sum of exps through the ISA table (their exp is
+// vectorised there; the scalar table keeps libm's), the rest in plain C++.
 #include "kernels/cpu/activations.h"
 
 #include <algorithm>
@@ -11,6 +11,10 @@ namespace lm::kernels {
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa) {
   isa_kernels(isa).silu_mul(gate, up, out, n);
+}
+
+double sum_exp(const float* x, int64_t n, float shift, Isa isa) {
+  return isa_kernels(isa).sum_exp(x, n, shift);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

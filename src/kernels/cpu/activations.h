@@ -1,4 +1,5 @@
-// Small elementwise and row kernels of the Llama block: SwiGLU, residual add, softmax.
+// Small elementwise and row kernels of the Llama block and the sampler: SwiGLU, residual add,
+// softmax and its normaliser.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@ namespace lm::kernels {
 // as torch does; the vector tables with a polynomial exp, relative error < 3e-7). out may alias
 // gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa = best_isa());
+
+// sum over i < n of exp(x[i] - shift), every x[i] <= shift (shift: their max): a softmax's
+// normaliser. The scalar table sums libm's exps in order in a double; the vector tables use a
+// polynomial exp (relative error < 2e-7) and add in float lanes over stretches of 256 values
+// before the double, so the sum's last bits depend on the table.
+double sum_exp(const float* x, int64_t n, float shift, Isa isa = best_isa());
 
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);

@@ -40,6 +40,8 @@ struct IsaKernels {
                      int64_t k, float* y, int64_t ldy);
   // out[i] = silu(gate[i]) * up[i] (activations.h).
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  // sum over i < n of exp(x[i] - shift), every x[i] <= shift (activations.h).
+  double (*sum_exp)(const float* x, int64_t n, float shift);
   // The int8 activation path (int8_dot.h): quantize an fp32 row to int8 blocks, and the integer
   // dot of a GGML block-format row with such a row.
   void (*quantize_row_q8_act)(const float* x, BlockQ8Act* dst, int64_t k);

@@ -332,15 +332,18 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   lanes::silu_mul<lanes::Ymm>(gate, up, out, n);
 }
 
+double sum_exp(const float* x, int64_t n, float shift) {
+  return lanes::sum_exp<lanes::Ymm>(x, n, shift);
+}
+
 }  // namespace
 
 const IsaKernels& avx2_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,         axpy_f32,         scale_f32,
-                                       dequantize_row,  dot_row,          gemm_tile,
-                                       nullptr,         silu_mul,         quantize_row_q8_act_avx2,
-                                       dot_row_q8_avx2, dot_rows_q8_avx2, nullptr,
-                                       nullptr,         nullptr,          attend_rows,
-                                       attend_scores,   attend_values};
+  static constexpr IsaKernels kKernels{
+      dot_f32,         axpy_f32,         scale_f32,    dequantize_row, dot_row,
+      gemm_tile,       nullptr,          silu_mul,     sum_exp,        quantize_row_q8_act_avx2,
+      dot_row_q8_avx2, dot_rows_q8_avx2, nullptr,      nullptr,        nullptr,
+      attend_rows,     attend_scores,    attend_values};
   return kKernels;
 }
 

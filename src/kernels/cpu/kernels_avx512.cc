@@ -1,7 +1,7 @@
 // AVX-512F inner loops (built with -mavx512f plus the AVX2 flags; used only after cpuid says so).
-// Only the GEMM tile and the attention rows are wider: prefill and batched decode spend most of
-// their time there, while the streaming kernels (dot_row, dequantize) are bound by memory and
-// keep their AVX2 versions.
+// Only the GEMM tile, the attention rows and the elementwise exps are wider: prefill and batched
+// decode spend most of their time there, while the streaming kernels (dot_row, dequantize) are
+// bound by memory and keep their AVX2 versions.
 // NOTE: like kernels_avx2.cc, this file must not instantiate inline functions or templates with
 // external linkage, or the linker could keep the AVX-512 copy for the whole program.
 #include "kernels/cpu/isa.h"
@@ -129,6 +129,10 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   lanes::silu_mul<lanes::Zmm>(gate, up, out, n);
 }
 
+double sum_exp(const float* x, int64_t n, float shift) {
+  return lanes::sum_exp<lanes::Zmm>(x, n, shift);
+}
+
 }  // namespace
 
 const IsaKernels& avx512_kernels() {
@@ -137,6 +141,7 @@ const IsaKernels& avx512_kernels() {
     kernels.gemm_tile = gemm_tile;
     kernels.gemm_panel = gemm_panel;
     kernels.silu_mul = silu_mul;
+    kernels.sum_exp = sum_exp;
     kernels.attend_rows = attend_rows;
     return kernels;
   }();

@@ -214,24 +214,24 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// libm's exp, summed in order in a double: the reference for the vector versions.
+double sum_exp(const float* x, int64_t n, float shift) {
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) total += std::exp(x[i] - shift);
+  return total;
+}
+
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,
-                                       axpy_f32,
-                                       scale_f32,
-                                       dequantize_row,
-                                       dot_row,
-                                       gemm_tile,
-                                       nullptr,
-                                       silu_mul,
-                                       quantize_row_q8_act_scalar,
-                                       dot_row_q8_scalar,
-                                       dot_rows_q8_scalar,
-                                       nullptr,
-                                       nullptr,
-                                       nullptr,
-                                       attend_rows};
+  static constexpr IsaKernels kKernels{dot_f32,           axpy_f32,
+                                       scale_f32,         dequantize_row,
+                                       dot_row,           gemm_tile,
+                                       nullptr,           silu_mul,
+                                       sum_exp,           quantize_row_q8_act_scalar,
+                                       dot_row_q8_scalar, dot_rows_q8_scalar,
+                                       nullptr,           nullptr,
+                                       nullptr,           attend_rows};
   return kKernels;
 }
 
