@@ -16,9 +16,9 @@ using TokenCountMap = std::unordered_map<int32_t, int32_t>;
 // Reusable buffers so that a step allocates nothing once warm.
 struct ProcessorScratch {
   std::vector<int32_t> ids;
-  std::vector<float> probs;    // by token id
-  std::vector<float> values;   // by token id
-  std::vector<double> totals;  // by token id
+  std::vector<float> probs;            // by token id
+  std::vector<float> values;           // by token id
+  std::vector<double> stretch_totals;  // Sampler::draw's running totals
 };
 
 // Log-softmax of a score vector: logprob(x) = x - max - log_sum. When every score is -inf,

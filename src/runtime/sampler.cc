@@ -57,24 +57,35 @@ SampleResult Sampler::sample(std::span<float> logits) {
   return result;
 }
 
-// Inverse-CDF draw over the ids in id order: the target is a fraction of the very sum of weights
-// the running totals end at (computed here in id order, not norm.sum_exp, whose vector sum may
-// differ in the last bits), so every id gets exactly its weight's share.
+// Inverse-CDF draw over the ids in id order. The target is a fraction of the very sum the running
+// total ends at (summed here in id order: norm.sum_exp, a vector sum, may differ in its last
+// bits), so every id gets exactly its weight's share. The first pass keeps the running total at
+// the end of each stretch of ids; the stretch that passes the target is walked again from there
+// with the same additions in the same order, so its running totals are the same bits.
 int32_t Sampler::draw(std::span<const float> scores, const LogSoftmax& norm) {
   if (norm.max == kNegInf) return norm.argmax;
-  std::vector<double>& totals = scratch_.totals;  // totals[i]: the weights of ids 0..i
-  totals.resize(scores.size());
+  constexpr size_t kStretch = 256;
+  std::vector<double>& ends = scratch_.stretch_totals;
+  ends.clear();
   double cumulative = 0.0;
+  int32_t last_possible = norm.argmax;
   for (size_t i = 0; i < scores.size(); ++i) {
-    cumulative += std::exp(scores[i] - norm.max);
-    totals[i] = cumulative;
+    const float weight = std::exp(scores[i] - norm.max);
+    if (weight != 0.0f) last_possible = static_cast<int32_t>(i);
+    cumulative += weight;
+    if ((i + 1) % kStretch == 0 || i + 1 == scores.size()) ends.push_back(cumulative);
   }
   const double target = random_.next_double() * cumulative;
-  // The first id whose running total passes the target has a weight > 0; a target rounded up to
-  // the full sum takes the last such id.
-  auto it = std::upper_bound(totals.begin(), totals.end(), target);
-  if (it == totals.end()) it = std::lower_bound(totals.begin(), totals.end(), cumulative);
-  return static_cast<int32_t>(it - totals.begin());
+  const auto stretch =
+      static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), target) - ends.begin());
+  if (stretch == ends.size()) return last_possible;  // target rounded up to the full sum
+  double running = stretch == 0 ? 0.0 : ends[stretch - 1];
+  const size_t end = std::min(scores.size(), (stretch + 1) * kStretch);
+  for (size_t i = stretch * kStretch; i < end; ++i) {
+    running += std::exp(scores[i] - norm.max);
+    if (running > target) return static_cast<int32_t>(i);
+  }
+  return last_possible;  // not reached: the stretch's total passes the target
 }
 
 std::vector<TokenLogprob> Sampler::top_tokens(std::span<const float> scores,

@@ -1,7 +1,9 @@
 // Sampler: the processor chain in TGI's order, greedy and seeded choices, reported logprobs and
-// top-n alternatives, and the seeded generator; hand-computed on vocabularies of 4-8 tokens.
+// top-n alternatives, and the seeded generator; hand-computed on vocabularies of 4-8 tokens, and
+// the seeded draw over a vocabulary-sized one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -186,6 +188,35 @@ TEST(Sampler, SeededDrawsMatchAnIndependentImplementation) {
   for (int32_t want : expected) {
     std::vector<float> logits = {0.0f, 1.0f, 2.0f, 3.0f};
     EXPECT_EQ(sampler.sample(logits).id, want);
+  }
+}
+
+// A vocabulary of many stretches (the draw walks stretches of 256 ids) with -inf ids among them:
+// the same ids as a plain inverse CDF over expf weights in id order, from the same generator.
+TEST(Sampler, SeededDrawsOverALargeVocabularyMatchAPlainInverseCdf) {
+  constexpr size_t n = 49152 + 37;
+  SamplingParams params;
+  params.do_sample = true;
+  params.seed = 11;
+  Sampler sampler(params, {});
+  Random random(11);
+  for (int step = 0; step < 200; ++step) {
+    std::vector<float> logits(n);
+    for (size_t i = 0; i < n; ++i)
+      logits[i] =
+          static_cast<float>((i * 7919 + static_cast<size_t>(step) * 104729) % 1000) / 90.0f;
+    for (size_t i = static_cast<size_t>(step); i < n; i += 97) logits[i] = -kInf;
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (float x : logits) sum += std::exp(x - max);
+    const double target = random.next_double() * sum;
+    double running = 0.0;
+    int32_t want = -1;
+    for (size_t i = 0; i < n && want < 0; ++i) {
+      running += std::exp(logits[i] - max);
+      if (running > target) want = static_cast<int32_t>(i);
+    }
+    ASSERT_EQ(sampler.sample(logits).id, want) << step;
   }
 }
 
