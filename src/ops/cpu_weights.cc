@@ -40,12 +40,6 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
   return placed;
 }
 
-std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
-  if (plan_cpu_weight(w, false) != CpuWeightPlan::kInterleave) return std::nullopt;
-  storage = Buffer(w.shape, w.dtype, Buffer::Pages::kHuge);
-  return place_cpu_weight(w, CpuWeightPlan::kInterleave, storage.view().data);
-}
-
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
                                                Buffer& arena, const CpuWeightPlaced& placed) {
   std::vector<CpuWeightPlan> plans;

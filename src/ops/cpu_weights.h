@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,10 +28,6 @@ CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
 // w's bytes (w.dim(0) * w.row_bytes()) stored at dst as `plan` says (not kKeep), and a view of
 // them (layout kInterleaved8 for kInterleave), valid while dst's memory lives.
 Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
-
-// A weight's own copy in `storage` (huge pages), interleaved, when it plans kInterleave; else
-// nullopt. Only linear() and linear_shared_input() read interleaved weights.
-std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage);
 
 // Called after weight `index` was placed, with the tensor it was before (e.g. to hand the
 // source's pages back at once, so that loading never holds two copies of the whole model).

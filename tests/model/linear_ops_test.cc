@@ -1,4 +1,4 @@
-// ops::linear over interleaved weights: which weights interleave_for_cpu takes, and that the
+// ops::linear over interleaved weights: which weights plan_cpu_weight interleaves, and that the
 // int8 GEMM over them agrees with the row layout's int8 path, alone or sharing one prepared input
 // between several Linears (bit for bit with separate calls); how prepare_cpu_weights places a
 // model's weights in one huge-page arena.
@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "../kernels/kernel_test_util.h"
@@ -31,6 +32,14 @@ Tensor q4_0_weight(int64_t n, int64_t k, uint32_t seed, Buffer& storage) {
   return t;
 }
 
+// w's own interleaved copy in `storage`, as prepare_cpu_weights would place it, when it plans
+// kInterleave; else nullopt.
+std::optional<Tensor> interleave_for_cpu(const Tensor& w, Buffer& storage) {
+  if (ops::plan_cpu_weight(w, false) != ops::CpuWeightPlan::kInterleave) return std::nullopt;
+  storage = Buffer(w.shape, w.dtype);
+  return ops::place_cpu_weight(w, ops::CpuWeightPlan::kInterleave, storage.view().data);
+}
+
 Buffer random_input(int64_t m, int64_t k, uint32_t seed) {
   Buffer x({m, k});
   std::mt19937 rng(seed);
@@ -43,16 +52,16 @@ TEST(InterleaveForCpu, TakesBlockFormatsWithWholeGroupsOfEightRowsOnly) {
   if (!kernels::has_interleaved_matmul()) GTEST_SKIP() << "no interleaved int8 GEMM on this CPU";
   Buffer rows, packed;
   const Tensor w = q4_0_weight(16, 64, 1, rows);
-  const auto view = ops::interleave_for_cpu(w, packed);
+  const auto view = interleave_for_cpu(w, packed);
   ASSERT_TRUE(view.has_value());
   EXPECT_EQ(view->layout, WeightLayout::kInterleaved8);
   EXPECT_EQ(view->shape, w.shape);
   EXPECT_NE(view->data, w.data);
   Buffer odd_rows, unused;
-  EXPECT_FALSE(ops::interleave_for_cpu(q4_0_weight(12, 64, 2, odd_rows), unused).has_value());
+  EXPECT_FALSE(interleave_for_cpu(q4_0_weight(12, 64, 2, odd_rows), unused).has_value());
   Buffer f16({16, 64}, DType::kF16);
-  EXPECT_FALSE(ops::interleave_for_cpu(f16.view(), unused).has_value());
-  EXPECT_FALSE(ops::interleave_for_cpu(*view, unused).has_value());  // already interleaved
+  EXPECT_FALSE(interleave_for_cpu(f16.view(), unused).has_value());
+  EXPECT_FALSE(interleave_for_cpu(*view, unused).has_value());  // already interleaved
 }
 
 // n x k F16 weights with a byte pattern, owned by `storage`.
@@ -129,8 +138,8 @@ TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {
   constexpr int64_t m = 5, k = 256;
   Buffer rows_a, rows_b, packed_a, packed_b;
   const Tensor a = q4_0_weight(24, k, 3, rows_a), b = q4_0_weight(40, k, 4, rows_b);
-  const Tensor ia = *ops::interleave_for_cpu(a, packed_a);
-  const Tensor ib = *ops::interleave_for_cpu(b, packed_b);
+  const Tensor ia = *interleave_for_cpu(a, packed_a);
+  const Tensor ib = *interleave_for_cpu(b, packed_b);
   Buffer bias({40});
   for (int64_t j = 0; j < 40; ++j) bias.f32()[j] = 0.25f * static_cast<float>(j);
   Buffer x = random_input(m, k, 5);
@@ -177,7 +186,7 @@ TEST(InterleaveForCpu, SharedInputMixesFormats) {
       w = storage.view();
     }
     Buffer p;
-    weights.push_back(*ops::interleave_for_cpu(w, p));
+    weights.push_back(*interleave_for_cpu(w, p));
     rows.push_back(std::move(storage));
     packed.push_back(std::move(p));
   }
