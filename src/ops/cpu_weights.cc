@@ -42,6 +42,8 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
 
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
                                                Buffer& arena, const CpuWeightPlaced& placed) {
+  // A weight copied into a previous arena would be read from that arena after it is freed.
+  LM_CHECK_MSG(arena.view().empty(), "prepare_cpu_weights needs an empty arena");
   std::vector<CpuWeightPlan> plans;
   std::vector<int64_t> offsets;
   int64_t bytes = 0;

@@ -35,7 +35,7 @@ using CpuWeightPlaced = std::function<void(size_t index, const Tensor& source)>;
 
 // Plans every weight, places the ones not kept one after another (64-byte aligned) in `arena`
 // (huge pages) and repoints them there, calling `placed` after each. Returns each weight's plan,
-// in order; `arena` is left empty when every weight is kept.
+// in order; `arena` (empty on entry) is left empty when every weight is kept.
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
                                                Buffer& arena, const CpuWeightPlaced& placed = {});
 

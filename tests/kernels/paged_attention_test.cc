@@ -152,11 +152,15 @@ TEST(PagedAttention, MatchesGatherThenAttendReference) {
 TEST(PagedAttention, LongDecodesSplitOverThreadsKeepTheBitsOfOneThread) {
   ThreadPool one(1), two(2), three(3);
   const Case cases[] = {
-      {9, 3, 64, 16, {{700, 1}}},           // SmolLM2's shape: 3 KV heads, groups of 3
-      {4, 4, 72, 16, {{600, 1}}},           // MHA, head_dim 72 (uneven dim shares)
-      {8, 2, 64, 5, {{255, 1}, {900, 1}}},  // groups of 4, exactly 256 positions (the least split)
-      {2, 1, 16, 16, {{1000, 1}}},          // a share of no head dims at 3 threads
-      {2, 1, 32, 16, {{600, 2}}},           // two tokens x 2 heads: rows end at different positions
+      {9, 3, 64, 16, {{700, 1}}},  // SmolLM2's shape: 3 KV heads, groups of 3
+      {4, 4, 72, 16, {{600, 1}}},  // MHA, head_dim 72 (uneven dim shares)
+      {8,
+       2,
+       64,
+       5,
+       {{255, 1}, {900, 1}}},       // groups of 4, exactly 256 positions (the split's threshold)
+      {2, 1, 16, 16, {{1000, 1}}},  // a share of no head dims at 3 threads
+      {2, 1, 32, 16, {{600, 2}}},   // two tokens x 2 heads: rows end at different positions
   };
   uint32_t seed = 40;
   for (Isa isa : testing::supported_isas()) {

@@ -121,6 +121,8 @@ TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
   }
 }
 
+// HF folders: their mapped pages cannot be handed back, so rows stay where they are; weights the
+// int8 GEMM reads interleaved are still interleaved.
 TEST(PrepareCpuWeights, KeepsRowsWhenTheirPagesCannotBeHandedBack) {
   Buffer rows_f, arena;
   Tensor f16 = f16_weight(16, 64, rows_f);
@@ -130,6 +132,12 @@ TEST(PrepareCpuWeights, KeepsRowsWhenTheirPagesCannotBeHandedBack) {
             std::vector<ops::CpuWeightPlan>{ops::CpuWeightPlan::kKeep});
   EXPECT_EQ(f16.data, data);
   EXPECT_TRUE(arena.view().empty());
+
+  Buffer rows_q;
+  const Tensor q4 = q4_0_weight(16, 64, 2, rows_q);
+  EXPECT_EQ(ops::plan_cpu_weight(q4, /*copy_rows=*/false), kernels::has_interleaved_matmul()
+                                                               ? ops::CpuWeightPlan::kInterleave
+                                                               : ops::CpuWeightPlan::kKeep);
 }
 
 TEST(InterleaveForCpu, SharedInputLinearsMatchSeparateCallsAndTheRowLayout) {
