@@ -11,7 +11,7 @@
 #include "app/model_files.h"
 #include "base/log.h"
 #include "runtime/generator.h"
-#include "server/stop_sequences.h"
+#include "server/text/stop_sequences.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace lm {

@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "app/launcher_args.h"
 #include "base/result.h"
-#include "server/launcher_args.h"
 
 namespace CLI {
 class App;

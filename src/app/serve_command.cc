@@ -15,9 +15,9 @@
 #include "runtime/kv_pool.h"
 #include "runtime/model_executor.h"
 #include "runtime/warmup.h"
-#include "server/http_server.h"
 #include "server/router.h"
 #include "server/server_state.h"
+#include "server/transport/http_server.h"
 #include "template/chat_template.h"
 
 namespace lm {
@@ -113,12 +113,18 @@ int run_server(const LauncherArgs& args) {
   ServerState state;
   state.tokenizer = tokenizer->get();
   state.engine = &engine;
-  state.limits.max_best_of = static_cast<size_t>(args.max_best_of);
-  state.limits.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
-  state.limits.max_top_n_tokens = static_cast<uint32_t>(args.max_top_n_tokens);
-  state.limits.max_input_tokens = static_cast<size_t>(settings->max_input_tokens);
-  state.limits.max_total_tokens = static_cast<size_t>(settings->max_total_tokens);
-  state.max_concurrent_requests = args.max_concurrent_requests;
+  ServerSettings& served = state.settings;
+  served.limits.max_best_of = static_cast<size_t>(args.max_best_of);
+  served.limits.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
+  served.limits.max_top_n_tokens = static_cast<uint32_t>(args.max_top_n_tokens);
+  served.limits.max_input_tokens = static_cast<size_t>(settings->max_input_tokens);
+  served.limits.max_total_tokens = static_cast<size_t>(settings->max_total_tokens);
+  served.max_concurrent_requests = args.max_concurrent_requests;
+  served.max_client_batch_size = static_cast<size_t>(args.max_client_batch_size);
+  served.validation_workers = static_cast<size_t>(args.validation_workers);
+  served.model_id = args.model_id;
+  served.model_sha = files->commit_sha;
+  served.model_pipeline_tag = files->pipeline_tag;
   state.api_key = args.api_key;
   state.cors_allow_origin = args.cors_allow_origin;
   if (const char* compute_type = std::getenv("COMPUTE_TYPE")) state.compute_type = compute_type;
@@ -134,16 +140,6 @@ int run_server(const LauncherArgs& args) {
   }
   if (auto id = (*tokenizer)->bos_id()) state.bos_token = (*tokenizer)->token_text(*id);
   if (auto id = (*tokenizer)->eos_id()) state.eos_token = (*tokenizer)->token_text(*id);
-  state.info.model_id = args.model_id;
-  state.info.model_sha = files->commit_sha;
-  state.info.model_pipeline_tag = files->pipeline_tag;
-  state.info.max_concurrent_requests = static_cast<size_t>(args.max_concurrent_requests);
-  state.info.max_best_of = static_cast<size_t>(args.max_best_of);
-  state.info.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
-  state.info.max_input_tokens = static_cast<size_t>(settings->max_input_tokens);
-  state.info.max_total_tokens = static_cast<size_t>(settings->max_total_tokens);
-  state.info.validation_workers = static_cast<size_t>(args.validation_workers);
-  state.info.max_client_batch_size = static_cast<size_t>(args.max_client_batch_size);
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
 
   HttpServerConfig http;

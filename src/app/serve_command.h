@@ -2,7 +2,7 @@
 // then wait for SIGINT/SIGTERM and drain (TGI's router behaviour behind the launcher's flags).
 #pragma once
 
-#include "server/launcher_args.h"
+#include "app/launcher_args.h"
 
 namespace lm {
 

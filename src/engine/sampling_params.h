@@ -20,6 +20,12 @@ struct SamplingParams {
                                     // OpenAI's presence_penalty to repetition_penalty instead)
   uint64_t seed = 0;                // seeds the per-sequence generator
   int32_t top_n_tokens = 0;         // 0 = no alternatives reported
+
+  // Whether the next token is drawn at random: do_sample, or any warper set. The one place that
+  // decides it: the sampler draws by it, and the server reports a seed only for such requests.
+  bool is_random() const {
+    return do_sample || temperature != 1.0f || top_k != 0 || top_p < 1.0f || typical_p < 1.0f;
+  }
 };
 
 }  // namespace lm

@@ -18,8 +18,7 @@ Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt_i
     : params_(params),
       // NOTE: TGI turns do_sample on for a request whenever one of its warpers is active, so a
       // "greedy" request with temperature 0.7 samples there; we do the same to stay a drop-in.
-      is_random_(params.do_sample || params.temperature != 1.0f || params.top_k != 0 ||
-                 params.top_p < 1.0f || params.typical_p < 1.0f),
+      is_random_(params.is_random()),
       random_(params.seed) {
   LM_CHECK(params.temperature > 0.0f);
   LM_CHECK(params.repetition_penalty > 0.0f);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "server/generate_request.h"
+#include "server/admission/validation.h"
 
 namespace lm {
 

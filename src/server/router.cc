@@ -5,13 +5,13 @@
 #include <functional>
 #include <map>
 
-#include "server/api_error.h"
-#include "server/generate_handler.h"
-#include "server/generate_request.h"
-#include "server/info_response.h"
-#include "server/openai_handler.h"
+#include "server/openai/openai_handler.h"
 #include "server/openapi.h"
-#include "server/token_offsets.h"
+#include "server/text/token_offsets.h"
+#include "server/tgi/generate_handler.h"
+#include "server/tgi/generate_request.h"
+#include "server/tgi/info_response.h"
+#include "server/wire/api_error.h"
 
 namespace lm {
 namespace {
@@ -165,12 +165,14 @@ std::map<std::pair<std::string, std::string>, Route> route_table() {
   t[{"GET", "/health"}] = {false, false, respond_health};
   t[{"GET", "/ping"}] = {false, false, respond_health};
   t[{"GET", "/metrics"}] = {false, false, respond_metrics};
-  t[{"GET", "/info"}] = {false, false, json([](ServerState& s) { return info_json(s.info); })};
+  t[{"GET", "/info"}] = {false, false,
+                         json([](ServerState& s) { return info_json(info_body_of(s.settings)); })};
   t[{"GET", "/v1/models"}] = {
-      false, false, json([](ServerState& s) { return models_response_json(s.info.model_id); })};
-  t[{"GET", "/api-doc/openapi.json"}] = {false, false, json([](ServerState& s) {
-                                           return openapi_json({s.limits, s.info.version});
-                                         })};
+      false, false, json([](ServerState& s) { return models_response_json(s.settings.model_id); })};
+  t[{"GET", "/api-doc/openapi.json"}] = {
+      false, false, json([](ServerState& s) {
+        return openapi_json({s.settings.limits, InfoBody{}.version});
+      })};
   t[{"GET", "/docs"}] = {
       false, false, [](ServerState&, HttpRequest, std::shared_ptr<ResponseStream> p) {
         p->respond({200, {{"Content-Type", "text/html; charset=utf-8"}}, docs_html()});

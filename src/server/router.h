@@ -3,8 +3,8 @@
 // known paths with another method.
 #pragma once
 
-#include "server/http_types.h"
 #include "server/server_state.h"
+#include "server/transport/http_types.h"
 
 namespace lm {
 

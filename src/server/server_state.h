@@ -11,24 +11,37 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "server/generate_request.h"
-#include "server/info_response.h"
-#include "server/metrics.h"
-#include "server/sse_keepalive.h"
+#include "server/admission/validation.h"
+#include "server/metrics/metrics.h"
+#include "server/tgi/info_response.h"
+#include "server/transport/sse_keepalive.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lm {
 
 class ChatTemplate;
 
+// The settings of the HTTP surface, resolved once by the launcher: every limit that requests are
+// checked against and that /info reports is held here once (/info is built from it).
+struct ServerSettings {
+  ValidationLimits limits;
+  int64_t max_concurrent_requests = 128;
+  size_t max_client_batch_size = 4;
+  size_t validation_workers = 2;
+  std::string model_id;
+  std::optional<std::string> model_sha;
+  std::optional<std::string> model_pipeline_tag;  // from the Hub; null for local models
+};
+
+// GET /info's body: the settings, and the router's name and version.
+InfoBody info_body_of(const ServerSettings& settings);
+
 struct ServerState {
   const Tokenizer* tokenizer = nullptr;
   Engine* engine = nullptr;
   Metrics metrics;
-  ValidationLimits limits;
-  InfoBody info;
+  ServerSettings settings;
   std::string compute_type = "cpu";
-  int64_t max_concurrent_requests = 128;
   std::atomic<int64_t> requests_in_flight{0};  // concurrency permits taken
   std::optional<std::string> api_key;
   std::vector<std::string> cors_allow_origin;  // empty: any origin
@@ -65,7 +78,7 @@ inline std::optional<ConcurrencyPermit> ConcurrencyPermit::try_acquire(ServerSta
                                                                        int64_t count) {
   int64_t current = state.requests_in_flight.load();
   do {
-    if (current + count > state.max_concurrent_requests) return std::nullopt;
+    if (current + count > state.settings.max_concurrent_requests) return std::nullopt;
   } while (!state.requests_in_flight.compare_exchange_weak(current, current + count));
   return ConcurrencyPermit(&state, count);
 }

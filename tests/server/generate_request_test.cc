@@ -1,10 +1,12 @@
 // Parsing (axum/serde rejections, byte for byte) and validation (TGI's exact messages and
 // order) of /generate-shaped bodies.
-#include "server/generate_request.h"
+#include "server/tgi/generate_request.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "server/admission/validation.h"
 
 namespace lm {
 namespace {

@@ -1,13 +1,14 @@
 // Response bodies, SSE events and headers, byte for byte against TGI's serde output.
-#include "server/generate_response.h"
+#include "server/tgi/generate_response.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "server/info_response.h"
-#include "server/json_text.h"
+#include "server/server_state.h"
+#include "server/tgi/info_response.h"
+#include "server/wire/json_text.h"
 
 namespace lm {
 namespace {
@@ -193,15 +194,16 @@ TEST(Headers, Stream) {
   EXPECT_EQ(count_characters("h\xC3\xA9llo\xF0\x9F\x98\x80"), 6u);
 }
 
+// /info is built from the server's settings (TGI's launcher defaults unless set).
 TEST(InfoResponses, InfoInTgiKeyOrder) {
-  InfoBody info;
-  info.model_id = "bigscience/bloom-560m";
-  info.model_sha = "ac2ae5fab2ce3f9f40dc79b5ca9f637430d24971";
-  info.model_pipeline_tag = "text-generation";
-  info.max_input_tokens = 2047;
-  info.max_total_tokens = 2048;
+  ServerSettings settings;
+  settings.model_id = "bigscience/bloom-560m";
+  settings.model_sha = "ac2ae5fab2ce3f9f40dc79b5ca9f637430d24971";
+  settings.model_pipeline_tag = "text-generation";
+  settings.limits.max_input_tokens = 2047;
+  settings.limits.max_total_tokens = 2048;
   EXPECT_EQ(
-      info_json(info),
+      info_json(info_body_of(settings)),
       R"({"model_id":"bigscience/bloom-560m","model_sha":"ac2ae5fab2ce3f9f40dc79b5ca9f637430d24971",)"
       R"("model_pipeline_tag":"text-generation","max_concurrent_requests":128,"max_best_of":2,)"
       R"("max_stop_sequences":4,"max_input_tokens":2047,"max_total_tokens":2048,)"

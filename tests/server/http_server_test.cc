@@ -1,6 +1,6 @@
 // Tests of the HTTP transport over real loopback sockets: framing, limits, keep-alive, streaming
 // from another thread, disconnect detection, draining, and many connections on two I/O threads.
-#include "server/http_server.h"
+#include "server/transport/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

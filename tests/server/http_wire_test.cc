@@ -1,5 +1,5 @@
 // Tests of the HTTP response framing helpers (no sockets).
-#include "server/http_wire.h"
+#include "server/transport/http_wire.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 
 #include <gtest/gtest.h>
 

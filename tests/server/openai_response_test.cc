@@ -1,4 +1,4 @@
-#include "server/openai_response.h"
+#include "server/openai/openai_response.h"
 
 #include <gtest/gtest.h>
 

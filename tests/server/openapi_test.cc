@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/generate_response.h"
+#include "server/tgi/generate_response.h"
 
 namespace lm {
 namespace {

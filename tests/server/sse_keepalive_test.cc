@@ -1,4 +1,4 @@
-#include "server/sse_keepalive.h"
+#include "server/transport/sse_keepalive.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/stop_sequences.h"
+#include "server/text/stop_sequences.h"
 
 #include <gtest/gtest.h>
 

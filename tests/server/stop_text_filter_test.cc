@@ -1,4 +1,4 @@
-#include "server/stop_text_filter.h"
+#include "server/text/stop_text_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,117 @@
+// The one admission step (see admission.h).
+#include "server/admission/admission.h"
+
+#include <algorithm>
+#include <random>
+
+namespace lm {
+namespace {
+
+constexpr const char* kValidation = "err=\"validation\"";
+
+AdmissionFailure failure(ApiError error, const char* label = kValidation) {
+  return AdmissionFailure{std::move(error), label};
+}
+
+// Validates, tokenizes (unless `ids` are given: the chat template's) and length-checks one prompt.
+std::variant<AdmittedPrompt, ApiError> admit_prompt(ServerState& state, std::string text,
+                                                    std::optional<std::vector<int32_t>> ids,
+                                                    const AdmissionRequest& request) {
+  auto valid_or = validate_parameters({std::move(text), request.parameters, request.streaming},
+                                      state.settings.limits, request.streaming);
+  if (auto* error = std::get_if<ApiError>(&valid_or)) return std::move(*error);
+  AdmittedPrompt prompt;
+  prompt.valid = std::move(std::get<ValidGenerateRequest>(valid_or));
+  prompt.ids = ids ? std::move(*ids)
+                   : state.tokenizer->encode(prompt.valid.inputs, /*add_special_tokens=*/true);
+  if (auto error = validate_lengths(prompt.valid, prompt.ids.size(), state.settings.limits))
+    return *error;
+  if (prompt.ids.size() > prompt.valid.input_length)  // truncate: keep the last tokens
+    prompt.ids.erase(prompt.ids.begin(), prompt.ids.end() - prompt.valid.input_length);
+  return prompt;
+}
+
+// The prompt's generations: the first keeps the request's seed, the others draw theirs from it
+// (as TGI does for best_of), so a seeded request is reproducible.
+void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choices,
+                     const AdmissionRequest& request, size_t max_total_tokens) {
+  const AdmittedPrompt& prompt = admission.prompts[prompt_idx];
+  EngineRequest base;
+  base.prompt_ids = prompt.ids;
+  base.sampling = sampling_params_of(prompt.valid, request.presence_penalty);
+  base.max_new_tokens = clamped_max_new_tokens(prompt.valid, prompt.ids.size(), max_total_tokens);
+  // TGI bypasses the prefix cache for requests that ask for prompt logprobs.
+  base.use_prefix_cache = !prompt.valid.decoder_input_details;
+  std::mt19937_64 seeds(prompt.valid.seed);
+  for (uint64_t choice = 0; choice < num_choices; ++choice) {
+    AdmittedGeneration generation{prompt_idx, choice, base, std::nullopt};
+    if (choice > 0) generation.engine_request.sampling.seed = seeds();
+    if (generation.engine_request.sampling.is_random())
+      generation.reported_seed = generation.engine_request.sampling.seed;
+    admission.generations.push_back(std::move(generation));
+  }
+}
+
+}  // namespace
+
+int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_prompt_tokens,
+                               size_t max_total_tokens) {
+  // TGI produces long generations in 1024-token pieces it re-submits silently until the
+  // request's max_new_tokens or max_total_tokens is reached; the engine has no piece limit, so
+  // the whole request runs as one sequence bounded the same way.
+  const size_t room = max_total_tokens - std::min(max_total_tokens, num_prompt_tokens);
+  const uint32_t wanted = std::max(valid.max_total_new_tokens, valid.max_new_tokens);
+  return static_cast<int64_t>(std::min<size_t>(wanted, std::max<size_t>(room, 1)));
+}
+
+std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request) {
+  if (auto error = validate_before_permit({"", request.parameters, request.streaming},
+                                          state.settings.limits, request.streaming)) {
+    return failure(*error);
+  }
+  std::optional<ChatPrompt> chat;
+  if (request.messages) {
+    const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
+    auto prompt_or = render_chat_prompt(context, *state.tokenizer, *request.messages);
+    if (auto* error = std::get_if<ApiError>(&prompt_or)) {
+      return failure(*error, "err=\"template_error\"");
+    }
+    chat = std::move(std::get<ChatPrompt>(prompt_or));
+    request.prompts = {chat->text};
+  }
+  // best_of 0 behaves as 1 (TGI validates best_of only when > 1).
+  const uint64_t num_choices =
+      request.n * std::max<uint64_t>(request.parameters.best_of.value_or(1), 1);
+  auto permit_or = ConcurrencyPermit::try_acquire(
+      state, static_cast<int64_t>(request.prompts.size() * num_choices));
+  if (!permit_or) return failure(overloaded_error(), "err=\"overloaded\"");
+
+  Admission admission;
+  admission.permit = std::make_shared<ConcurrencyPermit>(std::move(*permit_or));
+  for (std::string& text : request.prompts) {
+    std::optional<std::vector<int32_t>> ids;
+    if (chat) ids = std::move(chat->ids);
+    auto prompt_or = admit_prompt(state, std::move(text), std::move(ids), request);
+    if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(std::move(*error));
+    admission.prompts.push_back(std::move(std::get<AdmittedPrompt>(prompt_or)));
+  }
+  for (size_t i = 0; i < admission.prompts.size(); ++i) {
+    const AdmittedPrompt& prompt = admission.prompts[i];
+    state.metrics.observe("tgi_request_input_length", static_cast<double>(prompt.ids.size()));
+    state.metrics.observe("tgi_request_max_new_tokens", prompt.valid.max_new_tokens);
+    add_generations(admission, i, num_choices, request, state.settings.limits.max_total_tokens);
+  }
+  return admission;
+}
+
+void submit_all(
+    ServerState& state, const Admission& admission,
+    const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink) {
+  for (const AdmittedGeneration& generation : admission.generations) {
+    std::shared_ptr<TokenSink> sink = make_sink(generation);
+    if (Status s = state.engine->submit(generation.engine_request, sink); !s.ok())
+      sink->on_error(s.error().message);
+  }
+}
+
+}  // namespace lm

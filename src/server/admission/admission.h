@@ -1,0 +1,66 @@
+// The one admission step of every generation route (TGI's /generate, /generate_stream, POST /,
+// OpenAI chat and completions, /invocations): a route's request, mapped onto GenerateParameters,
+// becomes either a fully valid, clamped, tokenized set of engine requests or one ApiError. Route
+// handlers keep only their wire format: parsing their JSON shape and rendering responses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/engine_request.h"
+#include "engine/token_sink.h"
+#include "server/admission/admission_request.h"
+#include "server/admission/validation.h"
+#include "server/server_state.h"
+#include "server/wire/api_error.h"
+
+namespace lm {
+
+// One validated prompt.
+struct AdmittedPrompt {
+  ValidGenerateRequest valid;  // `inputs` is the prompt text (the template's, for chat)
+  std::vector<int32_t> ids;    // prompt tokens, truncated to valid.input_length
+};
+
+// One sequence to run: a choice (OpenAI) or best_of candidate (TGI) of one prompt.
+struct AdmittedGeneration {
+  size_t prompt_idx = 0;    // into Admission::prompts
+  uint64_t choice_idx = 0;  // within its prompt: 0 keeps the request's seed, the others draw theirs
+  EngineRequest engine_request;           // max_new_tokens clamped to max_total_tokens
+  std::optional<uint64_t> reported_seed;  // the seed responses show (random choices only)
+};
+
+struct Admission {
+  std::shared_ptr<ConcurrencyPermit> permit;  // one unit per generation; the sinks hold it
+  std::vector<AdmittedPrompt> prompts;
+  std::vector<AdmittedGeneration> generations;  // prompt-major
+};
+
+struct AdmissionFailure {
+  ApiError error;
+  const char* metric_label = "";  // tgi_request_failure's label
+};
+
+// TGI's order, first failure wins: the checks before the permit (best_of, streams), the chat
+// template, the concurrency permit (429), then per prompt the parameter rules, tokenization, the
+// length rules (TGI's 1024-token piece among them) and the clamp to max_total_tokens. Records the
+// accepted prompts' input length and max_new_tokens metrics.
+std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request);
+
+// The engine's max_new_tokens for a prompt of `num_prompt_tokens`: the whole request (TGI runs
+// it in 1024-token pieces; the engine in one sequence), never past max_total_tokens.
+int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_prompt_tokens,
+                               size_t max_total_tokens);
+
+// Submits every generation with the sink `make_sink` builds for it; a submit the engine refuses
+// fails that sink.
+void submit_all(
+    ServerState& state, const Admission& admission,
+    const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink);
+
+}  // namespace lm

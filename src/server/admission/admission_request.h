@@ -1,0 +1,26 @@
+// What a route hands to admission: its request mapped onto TGI's generation parameters, with
+// the prompts (or chat messages) and the few settings that are not parameters. Plain data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/admission/chat_prompt.h"
+#include "server/admission/generate_parameters.h"
+
+namespace lm {
+
+struct AdmissionRequest {
+  // The prompts, each validated and tokenized (with special tokens) on its own; or, when
+  // `messages` is set, the one prompt rendered from them with the model's chat template.
+  std::vector<std::string> prompts;
+  std::optional<std::vector<ChatMessage>> messages;
+  GenerateParameters parameters;
+  bool streaming = false;
+  uint64_t n = 1;                 // OpenAI's choices per prompt (TGI's best_of multiplies it)
+  float presence_penalty = 0.0f;  // OpenAI's presence penalty (TGI's routes have none)
+};
+
+}  // namespace lm

@@ -1,0 +1,48 @@
+// The generation parameters every route is mapped onto: TGI's GenerateParameters as sent (serde
+// defaults applied, nothing validated yet). The OpenAI routes fill the same struct (TGI's
+// mapping), so admission validates one shape whatever the route.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lm {
+
+// `parameters.grammar`: {"type": ..., "value": ...}.
+struct GrammarParameter {
+  std::string type;        // "json" (also for the alias "json_object"), "regex" or "json_schema"
+  std::string value_json;  // raw JSON text of `value`
+};
+
+struct GenerateParameters {
+  std::optional<uint64_t> best_of;
+  std::optional<float> temperature;
+  std::optional<float> repetition_penalty;
+  std::optional<float> frequency_penalty;
+  std::optional<int32_t> top_k;
+  std::optional<float> top_p;
+  std::optional<float> typical_p;
+  bool do_sample = false;
+  std::optional<uint32_t> max_new_tokens;  // nullopt: automatic (spec §1.4)
+  std::optional<bool> return_full_text;
+  std::vector<std::string> stop;
+  std::optional<uint64_t> truncate;
+  bool watermark = false;
+  bool details = false;
+  bool decoder_input_details = false;
+  std::optional<uint64_t> seed;
+  std::optional<uint32_t> top_n_tokens;
+  std::optional<GrammarParameter> grammar;
+  std::optional<std::string> adapter_id;
+};
+
+// One prompt with its parameters, as a route hands it to validation.
+struct ParsedGenerateRequest {
+  std::string inputs;
+  GenerateParameters parameters;
+  bool stream = false;  // only read from TGI's compat bodies (POST /, /invocations)
+};
+
+}  // namespace lm

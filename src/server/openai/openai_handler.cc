@@ -1,0 +1,195 @@
+#include "server/openai/openai_handler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "server/admission/admission.h"
+#include "server/admission/chat_prompt.h"
+#include "server/openai/openai_request.h"
+#include "server/openai/openai_response.h"
+#include "server/openai/openai_sinks.h"
+#include "server/text/token_offsets.h"
+#include "server/tgi/generate_handler.h"
+#include "server/tgi/generate_response.h"
+
+namespace lm {
+namespace {
+
+void respond_json_error(ServerState& state, ResponseStream& response, const ApiError& error,
+                        const char* metric_label) {
+  if (metric_label != nullptr) state.metrics.increment("tgi_request_failure", metric_label);
+  response.respond(
+      {error.status, {{"Content-Type", "application/json"}}, openai_error_json(error)});
+}
+
+void respond_rejection(ResponseStream& response, const BodyRejection& rejection) {
+  response.respond(
+      {rejection.status, {{"Content-Type", "application/json"}}, openai_rejection_json(rejection)});
+}
+
+std::string system_fingerprint() {
+  const InfoBody info;
+  return info.version + "-" + info.docker_label.value_or("native");
+}
+
+constexpr const char* kValidation = "err=\"validation\"";
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Runs an admitted request: one OpenAiChoiceSink per generation, all reporting to one call.
+// Choice `index`es run prompt-major (prompt i's n choices are i*n .. i*n+n-1); `echo` shows each
+// prompt before its text (completions).
+void run_admitted(ServerState& state, std::shared_ptr<ResponseStream> response, RequestClock clock,
+                  OpenAiCall::Settings settings, const Admission& admission, bool echo) {
+  settings.num_choices = admission.generations.size();
+  for (const AdmittedPrompt& prompt : admission.prompts)
+    settings.compute_characters += count_characters(prompt.valid.inputs);
+  const bool stream = settings.stream;
+  const size_t choices_per_prompt = admission.generations.size() / admission.prompts.size();
+  clock.enqueued = Clock::now();
+  auto call = std::make_shared<OpenAiCall>(state, std::move(response), admission.permit, clock,
+                                           std::move(settings));
+  if (stream) call->start_stream();
+  submit_all(state, admission, [&](const AdmittedGeneration& generation) {
+    const AdmittedPrompt& prompt = admission.prompts[generation.prompt_idx];
+    OpenAiChoiceSink::Options options;
+    options.slot = generation.prompt_idx * choices_per_prompt + generation.choice_idx;
+    options.index = static_cast<uint32_t>(options.slot);
+    options.stop = prompt.valid.stop;
+    options.echo = echo ? prompt.valid.inputs : std::string();
+    options.count_prompt = generation.choice_idx == 0;
+    // Stop strings are handled by the sink's StopTextFilter (matched on the shown text).
+    SequenceText text(*state.tokenizer, prompt.ids,
+                      SequenceTextOptions{prompt.valid.inputs, false, {}});
+    return std::make_shared<OpenAiChoiceSink>(call, std::move(text), std::move(options));
+  });
+}
+
+// What differs between the two generation routes; everything else is one flow (serve_openai).
+struct ChatRoute {
+  using Request = ChatRequest;
+  static std::variant<ChatRequest, BodyRejection> parse(std::string_view body) {
+    return parse_chat_request(body);
+  }
+  static std::optional<ApiError> validate(const ChatRequest& chat, const ServerSettings& s) {
+    return validate_chat_request(chat, s.limits, s.max_client_batch_size);
+  }
+  static AdmissionRequest admission_request(const ChatRequest& chat) {
+    return chat_admission_request(chat);
+  }
+  static OpenAiCall::Settings settings(const ChatRequest& chat, const ServerSettings& s) {
+    OpenAiCall::Settings out;
+    out.kind = OpenAiKind::kChat;
+    out.stream = chat.stream;
+    out.include_usage = chat.include_usage;
+    out.logprobs = chat.logprobs;
+    out.meta = {chat.model && *chat.model != "tgi" ? *chat.model : s.model_id, system_fingerprint(),
+                unix_seconds()};
+    return out;
+  }
+  static bool echo(const ChatRequest&) { return false; }
+};
+
+struct CompletionRoute {
+  using Request = CompletionRequest;
+  static std::variant<CompletionRequest, BodyRejection> parse(std::string_view body) {
+    return parse_completion_request(body);
+  }
+  static std::optional<ApiError> validate(const CompletionRequest& completion,
+                                          const ServerSettings& s) {
+    return validate_completion_request(completion, s.limits, s.max_client_batch_size,
+                                       s.max_client_batch_size);
+  }
+  static AdmissionRequest admission_request(const CompletionRequest& completion) {
+    return completion_admission_request(completion);
+  }
+  static OpenAiCall::Settings settings(const CompletionRequest& completion,
+                                       const ServerSettings& s) {
+    OpenAiCall::Settings out;
+    out.kind = OpenAiKind::kCompletion;
+    out.stream = completion.stream;
+    out.logprobs = completion.logprobs.has_value();
+    out.meta = {s.model_id, system_fingerprint(), unix_seconds()};
+    return out;
+  }
+  static bool echo(const CompletionRequest& completion) { return completion.echo; }
+};
+
+// Parse (the route's shape), the route's own field rules, admission, then one sink per choice.
+template <typename Route>
+void serve_openai(ServerState& state, const HttpRequest& request,
+                  std::shared_ptr<ResponseStream> response) {
+  RequestClock clock{Clock::now(), {}, {}};
+  auto parsed = Route::parse(request.body);
+  if (auto* rejection = std::get_if<BodyRejection>(&parsed)) {
+    return respond_rejection(*response, *rejection);
+  }
+  const typename Route::Request& body = std::get<typename Route::Request>(parsed);
+  state.metrics.increment("tgi_request_count");
+  if (auto error = Route::validate(body, state.settings)) {
+    return respond_json_error(state, *response, *error, kValidation);
+  }
+  auto admitted = admit(state, Route::admission_request(body));
+  if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
+    return respond_json_error(state, *response, failure->error, failure->metric_label);
+  }
+  run_admitted(state, std::move(response), clock, Route::settings(body, state.settings),
+               std::get<Admission>(admitted), Route::echo(body));
+}
+
+}  // namespace
+
+void handle_chat_completions(ServerState& state, HttpRequest request,
+                             std::shared_ptr<ResponseStream> response) {
+  serve_openai<ChatRoute>(state, request, std::move(response));
+}
+
+void handle_completions(ServerState& state, HttpRequest request,
+                        std::shared_ptr<ResponseStream> response) {
+  serve_openai<CompletionRoute>(state, request, std::move(response));
+}
+
+void handle_chat_tokenize(ServerState& state, HttpRequest request,
+                          std::shared_ptr<ResponseStream> response) {
+  auto parsed = parse_chat_request(request.body);
+  if (auto* rejection = std::get_if<BodyRejection>(&parsed)) {
+    return respond_rejection(*response, *rejection);
+  }
+  const ChatRequest chat = std::move(std::get<ChatRequest>(parsed));
+  if (auto error = ChatRoute::validate(chat, state.settings)) {
+    return respond_json_error(state, *response, *error, nullptr);
+  }
+  const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
+  auto prompt_or = render_chat_prompt(context, *state.tokenizer, chat.messages);
+  if (auto* error = std::get_if<ApiError>(&prompt_or)) {
+    return respond_json_error(state, *response, *error, nullptr);
+  }
+  const ChatPrompt& prompt = std::get<ChatPrompt>(prompt_or);
+  response->respond(
+      {200,
+       {{"Content-Type", "application/json"}},
+       chat_tokenize_json(token_offsets(*state.tokenizer, prompt.text, prompt.ids), prompt.text)});
+}
+
+void handle_invocations(ServerState& state, HttpRequest request,
+                        std::shared_ptr<ResponseStream> response) {
+  switch (invocation_shape(request.body)) {
+    case InvocationShape::kGenerate:
+      return handle_generate(state, std::move(request), std::move(response),
+                             GenerateRoute::kCompat);
+    case InvocationShape::kChat:
+      return handle_chat_completions(state, std::move(request), std::move(response));
+    case InvocationShape::kCompletion:
+      return handle_completions(state, std::move(request), std::move(response));
+    case InvocationShape::kNone:
+      break;
+  }
+  response->respond(
+      {422, {{"Content-Type", std::string(kTextPlain)}}, std::string(kSagemakerNoMatch)});
+}
+
+}  // namespace lm

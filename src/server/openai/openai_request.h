@@ -1,0 +1,86 @@
+// Request bodies of the OpenAI-compatible routes (/v1/chat/completions, /v1/completions,
+// /chat_tokenize): parsing into plain structs (malformed or wrongly typed JSON is a
+// BodyRejection), validation with clear messages, and TGI's mapping onto generate parameters.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "server/admission/admission_request.h"
+#include "server/admission/chat_prompt.h"
+#include "server/admission/validation.h"
+#include "server/wire/api_error.h"
+#include "server/wire/body_rejection.h"
+
+namespace lm {
+
+struct ChatRequest {
+  std::optional<std::string> model;
+  std::vector<ChatMessage> messages;
+  std::optional<float> frequency_penalty;
+  std::optional<float> presence_penalty;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  bool logprobs = false;
+  std::optional<uint32_t> top_logprobs;
+  std::optional<uint32_t> max_tokens;  // max_tokens or max_completion_tokens
+  uint64_t n = 1;
+  std::vector<std::string> stop;  // a string or a list
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<uint64_t> seed;
+  bool uses_tools = false;           // non-empty `tools` with tool_choice other than "none"
+  bool has_response_format = false;  // non-null `response_format`
+};
+
+struct CompletionRequest {
+  std::optional<std::string> model;
+  std::vector<std::string> prompts;  // a string or a list of strings
+  std::optional<uint32_t> max_tokens;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<float> repetition_penalty;
+  std::optional<float> frequency_penalty;
+  std::optional<float> presence_penalty;
+  std::vector<std::string> stop;
+  bool stream = false;
+  std::optional<uint64_t> seed;
+  bool has_suffix = false;
+  bool echo = false;
+  std::optional<uint32_t> logprobs;  // number of top alternatives per token (legacy format)
+  uint64_t n = 1;
+};
+
+std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view body);
+std::variant<CompletionRequest, BodyRejection> parse_completion_request(std::string_view body);
+
+// Which request /invocations holds: the first of generate (`inputs`), chat (`messages`) and
+// completion (`prompt`) whose key the body has; kNone for other JSON. Malformed JSON is kGenerate,
+// so the generate parser rejects it with serde's message.
+enum class InvocationShape { kGenerate, kChat, kCompletion, kNone };
+InvocationShape invocation_shape(std::string_view body);
+
+// Checks that need no tokenizer, in order: tools/response_format, messages, n, top_logprobs,
+// presence_penalty. `max_n` bounds n (the server's --max-client-batch-size).
+std::optional<ApiError> validate_chat_request(const ChatRequest& request,
+                                              const ValidationLimits& limits, uint64_t max_n);
+std::optional<ApiError> validate_completion_request(const CompletionRequest& request,
+                                                    const ValidationLimits& limits, uint64_t max_n,
+                                                    size_t max_prompts);
+
+// TGI's mapping onto /generate parameters (spec §1.8, §1.9): temperature 0 is greedy and any
+// other value (absent included) samples; top_p 1 means off here (TGI rejects it); details on.
+// presence_penalty is not mapped (see openai_handler.cc).
+GenerateParameters chat_generate_parameters(const ChatRequest& request);
+GenerateParameters completion_generate_parameters(const CompletionRequest& request);
+
+// The whole request as admission takes it: the mapped parameters, the messages (chat) or prompts
+// (completions), n, streaming, and OpenAI's presence penalty.
+AdmissionRequest chat_admission_request(ChatRequest request);
+AdmissionRequest completion_admission_request(CompletionRequest request);
+
+}  // namespace lm

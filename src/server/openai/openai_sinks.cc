@@ -1,0 +1,195 @@
+#include "server/openai/openai_sinks.h"
+
+#include "server/tgi/generate_response.h"
+
+namespace lm {
+
+OpenAiCall::OpenAiCall(ServerState& state, std::shared_ptr<ResponseStream> response,
+                       std::shared_ptr<ConcurrencyPermit> permit, RequestClock clock,
+                       Settings settings)
+    : state_(state),
+      response_(std::move(response)),
+      permit_(std::move(permit)),
+      clock_(clock),
+      settings_(std::move(settings)),
+      choices_(settings_.num_choices) {}
+
+OpenAiCall::~OpenAiCall() {
+  if (stream_started_ && !finished_) response_->finish();
+}
+
+void OpenAiCall::start_stream() {
+  stream_started_ = true;
+  response_->start_stream(
+      200, stream_response_headers(state_.compute_type, settings_.compute_characters));
+}
+
+void OpenAiCall::write(const std::string& sse) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failed_) {
+    if (!clock_.first_token) clock_.first_token = Clock::now();
+    response_->write(sse);
+  }
+}
+
+bool OpenAiCall::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failed_ || response_->closed();
+}
+
+void OpenAiCall::fail(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_) return;
+  failed_ = finished_ = true;
+  state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
+  state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
+  if (settings_.stream) {
+    response_->write(openai_stream_error_sse(generation_error(message).error));
+    response_->write(std::string(kSseDone));
+    response_->finish();
+    return;
+  }
+  const ApiError error = generation_error(message);
+  response_->respond(
+      {error.status, {{"Content-Type", "application/json"}}, openai_error_json(error)});
+}
+
+void OpenAiCall::choice_done(size_t slot, Choice choice) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_ || choices_[slot]) return;
+  choices_[slot] = std::move(choice);
+  if (++num_done_ == choices_.size()) {
+    finished_ = true;
+    answer();
+  }
+}
+
+void OpenAiCall::answer() {
+  OpenAiUsage usage;
+  for (const auto& c : choices_) {
+    usage.prompt_tokens += c->prompt_tokens;
+    usage.completion_tokens += c->completion_tokens;
+  }
+  record_success(state_.metrics, clock_, usage.completion_tokens);
+  if (settings_.stream) {
+    if (settings_.kind == OpenAiKind::kChat && settings_.include_usage)
+      response_->write(sse_data(chat_usage_chunk_json(settings_.meta, usage)));
+    response_->write(std::string(kSseDone));
+    response_->finish();
+    return;
+  }
+  std::string body;
+  if (settings_.kind == OpenAiKind::kChat) {
+    std::vector<ChatChoice> chat;
+    for (auto& c : choices_) chat.push_back(std::move(c->chat));
+    body = chat_completion_json(settings_.meta, chat, usage);
+  } else {
+    std::vector<CompletionChoice> completions;
+    for (auto& c : choices_) completions.push_back(std::move(c->completion));
+    body = completion_json(settings_.meta, completions, usage);
+  }
+  const auto now = Clock::now();
+  GenerateTimings timings;
+  timings.total = now - clock_.start;
+  timings.validation = clock_.enqueued - clock_.start;
+  timings.inference = now - clock_.enqueued;
+  HttpResponse out;
+  out.headers = generate_response_headers(state_.compute_type, settings_.compute_characters,
+                                          timings, usage.prompt_tokens, usage.completion_tokens);
+  out.body = std::move(body);
+  response_->respond(std::move(out));
+}
+
+OpenAiChoiceSink::OpenAiChoiceSink(std::shared_ptr<OpenAiCall> call, SequenceText text,
+                                   Options options)
+    : call_(std::move(call)),
+      text_(std::move(text)),
+      filter_(options.stop),
+      options_(std::move(options)) {}
+
+ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) const {
+  ChatTokenLogprob lp;
+  lp.token = step.token.text;
+  lp.logprob = step.token.logprob;
+  for (const auto& alt : step.top_tokens) lp.top_logprobs.push_back({alt.text, alt.logprob});
+  return lp;
+}
+
+bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
+  if (done_) return false;
+  const size_t offset_before = options_.echo.size() + filter_.released().size();
+  SequenceText::Step step = text_.add(event);
+  // Special tokens (the EOS) show as "" and never take part in stop strings.
+  StopTextFilter::Output out = filter_.push(step.token.special ? "" : step.token.text);
+  std::optional<FinishReason> finish = step.finish_reason;
+  if (!finish && out.stopped) finish = FinishReason::kStopSequence;
+  if (finish && !out.stopped) out.text += filter_.finish();
+
+  const OpenAiCall::Settings& settings = call_->settings();
+  const bool chat = settings.kind == OpenAiKind::kChat;
+  std::optional<ChatTokenLogprob> chat_lp;
+  if (chat && settings.logprobs) {
+    chat_lp = chat_logprob(step);
+    chat_logprobs_.push_back(*chat_lp);
+  }
+  CompletionLogprobs token_lp;  // this token's entry (completions)
+  if (!chat && settings.logprobs) {
+    token_lp.tokens.push_back(step.token.text);
+    token_lp.token_logprobs.push_back(step.token.logprob);
+    std::vector<TokenAlternative> alts;
+    for (const auto& alt : step.top_tokens) alts.push_back({alt.text, alt.logprob});
+    token_lp.top_logprobs.push_back(alts);
+    token_lp.text_offset.push_back(offset_before);
+    completion_logprobs_.tokens.push_back(token_lp.tokens[0]);
+    completion_logprobs_.token_logprobs.push_back(token_lp.token_logprobs[0]);
+    completion_logprobs_.top_logprobs.push_back(std::move(alts));
+    completion_logprobs_.text_offset.push_back(offset_before);
+  }
+
+  if (settings.stream) {
+    if (chat) {
+      ChatChunkChoice c;
+      c.index = options_.index;
+      c.content = out.text;
+      c.logprob = chat_lp;
+      if (finish) c.finish_reason = chat_finish_reason(*finish);
+      call_->write(sse_data(chat_chunk_json(settings.meta, c)));
+    } else {
+      CompletionChoice c;
+      c.index = options_.index;
+      c.text = echo_sent_ ? out.text : options_.echo + out.text;
+      echo_sent_ = true;
+      if (settings.logprobs) c.logprobs = token_lp;
+      // TGI: intermediate chunks say "", the last one the raw reason (eos_token kept).
+      c.finish_reason = finish ? finish_reason_name(*finish) : "";
+      std::optional<OpenAiUsage> usage;
+      if (finish) usage = OpenAiUsage{text_.input_length(), text_.num_generated()};
+      call_->write(sse_data(completion_chunk_json(settings.meta, c, usage)));
+    }
+  }
+  if (!finish) return true;
+  done_ = true;
+  OpenAiCall::Choice result;
+  result.prompt_tokens = options_.count_prompt ? text_.input_length() : 0;
+  result.completion_tokens = text_.num_generated();
+  if (chat) {
+    result.chat.index = options_.index;
+    result.chat.content = filter_.released();
+    if (settings.logprobs) result.chat.logprobs = std::move(chat_logprobs_);
+    result.chat.finish_reason = chat_finish_reason(*finish);
+  } else {
+    result.completion.index = options_.index;
+    result.completion.text = options_.echo + filter_.released();
+    if (settings.logprobs) result.completion.logprobs = std::move(completion_logprobs_);
+    result.completion.finish_reason = chat_finish_reason(*finish);
+  }
+  call_->choice_done(options_.slot, std::move(result));
+  return false;
+}
+
+void OpenAiChoiceSink::on_error(const std::string& message) {
+  done_ = true;
+  call_->fail(message);
+}
+
+}  // namespace lm

@@ -1,0 +1,102 @@
+// The TokenSinks of the OpenAI routes: one OpenAiChoiceSink per choice (a chat choice, or one
+// completion of one prompt), all reporting to the request's OpenAiCall, which streams chunks as
+// they come (then the usage chunk and [DONE]) or answers once every choice is in. Sinks run on
+// the engine thread; the call's state is guarded by its mutex.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/token_sink.h"
+#include "server/openai/openai_response.h"
+#include "server/server_state.h"
+#include "server/text/sequence_text.h"
+#include "server/text/stop_text_filter.h"
+#include "server/tgi/generation_sinks.h"
+
+namespace lm {
+
+enum class OpenAiKind { kChat, kCompletion };
+
+class OpenAiCall {
+ public:
+  struct Settings {
+    OpenAiKind kind = OpenAiKind::kChat;
+    bool stream = false;
+    bool include_usage = false;  // chat streams: a last chunk with the usage
+    bool logprobs = false;       // chat: report logprobs (completions: when top_n was asked)
+    OpenAiMeta meta;
+    size_t compute_characters = 0;
+    size_t num_choices = 1;
+  };
+  // A finished choice.
+  struct Choice {
+    ChatChoice chat;
+    CompletionChoice completion;
+    uint32_t prompt_tokens = 0;  // counted once per prompt
+    uint32_t completion_tokens = 0;
+  };
+
+  OpenAiCall(ServerState& state, std::shared_ptr<ResponseStream> response,
+             std::shared_ptr<ConcurrencyPermit> permit, RequestClock clock, Settings settings);
+  // Ends a started stream that never completed (the client went away).
+  ~OpenAiCall();
+
+  // Starts the SSE response (stream) before any choice runs.
+  void start_stream();
+  void write(const std::string& sse);
+  void choice_done(size_t slot, Choice choice);
+  // The request failed (the engine, or a submit): an error answer or stream event, once.
+  void fail(const std::string& message);
+  bool cancelled() const;
+
+  const Settings& settings() const { return settings_; }
+  ServerState& state() { return state_; }
+
+ private:
+  void answer();  // all choices in; mutex held
+
+  ServerState& state_;
+  std::shared_ptr<ResponseStream> response_;
+  std::shared_ptr<ConcurrencyPermit> permit_;
+  RequestClock clock_;
+  Settings settings_;
+  mutable std::mutex mutex_;
+  std::vector<std::optional<Choice>> choices_;
+  size_t num_done_ = 0;
+  bool failed_ = false;
+  bool stream_started_ = false;
+  bool finished_ = false;  // answered, or the stream ended
+};
+
+class OpenAiChoiceSink : public TokenSink {
+ public:
+  struct Options {
+    size_t slot = 0;     // position among the call's choices
+    uint32_t index = 0;  // the choice's `index`
+    std::vector<std::string> stop;
+    std::string echo;          // completions with echo: the prompt, shown before the text
+    bool count_prompt = true;  // false for the 2nd..nth choice of the same prompt
+  };
+  OpenAiChoiceSink(std::shared_ptr<OpenAiCall> call, SequenceText text, Options options);
+  bool on_token(const TokenEvent& event) override;
+  void on_error(const std::string& message) override;
+  bool cancelled() const override { return call_->cancelled(); }
+
+ private:
+  ChatTokenLogprob chat_logprob(const SequenceText::Step& step) const;
+
+  std::shared_ptr<OpenAiCall> call_;
+  SequenceText text_;
+  StopTextFilter filter_;
+  Options options_;
+  std::vector<ChatTokenLogprob> chat_logprobs_;
+  CompletionLogprobs completion_logprobs_;
+  bool echo_sent_ = false;
+  bool done_ = false;
+};
+
+}  // namespace lm

@@ -1,0 +1,140 @@
+#include "server/tgi/generate_handler.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "server/admission/admission.h"
+#include "server/tgi/generate_request.h"
+#include "server/tgi/generate_response.h"
+#include "server/tgi/generation_sinks.h"
+#include "server/wire/api_error.h"
+
+namespace lm {
+namespace {
+
+void respond_error(ResponseStream& response, const ApiError& error) {
+  response.respond({error.status, {{"Content-Type", "application/json"}}, api_error_json(error)});
+}
+
+// Gathers the best_of candidates of one non-streamed request and answers once all are in.
+struct CandidateCollector {
+  CandidateCollector(ServerState& s, std::shared_ptr<ResponseStream> r,
+                     std::shared_ptr<ConcurrencyPermit> p, RequestClock c)
+      : state(s), response(std::move(r)), permit(std::move(p)), clock(c) {}
+
+  ServerState& state;
+  std::shared_ptr<ResponseStream> response;
+  std::shared_ptr<ConcurrencyPermit> permit;
+  RequestClock clock;
+  bool compat = false;
+  bool details = false;
+  size_t compute_characters = 0;
+  size_t expected = 1;
+  std::mutex mutex;
+  std::vector<SequenceOutcome> outcomes;
+
+  void add(SequenceOutcome outcome) {
+    std::lock_guard<std::mutex> lock(mutex);
+    outcomes.push_back(std::move(outcome));
+    if (outcomes.size() == expected) answer();
+  }
+
+  void answer() {
+    for (const auto& o : outcomes) {
+      if (o.error) {
+        response->respond(
+            {o.error->status, {{"Content-Type", "application/json"}}, api_error_json(*o.error)});
+        return;
+      }
+    }
+    // TGI returns the candidate with the highest mean token logprob; the others go to
+    // best_of_sequences when details were asked for.
+    auto best = std::max_element(
+        outcomes.begin(), outcomes.end(),
+        [](const auto& a, const auto& b) { return a.mean_logprob < b.mean_logprob; });
+    GenerateResponseBody body;
+    body.result = *best->sequence;
+    body.include_details = details;
+    if (expected > 1 && details) {
+      body.best_of_sequences.emplace();
+      for (auto it = outcomes.begin(); it != outcomes.end(); ++it) {
+        if (it != best) body.best_of_sequences->push_back(*it->sequence);
+      }
+    }
+    record_success(state.metrics, clock, body.result.generated_tokens);
+    GenerateTimings timings;
+    const auto now = Clock::now();
+    timings.total = now - clock.start;
+    timings.validation = clock.enqueued - clock.start;
+    timings.queue = std::chrono::nanoseconds(0);
+    timings.inference = now - clock.enqueued;
+    HttpResponse out;
+    out.headers = generate_response_headers(state.compute_type, compute_characters, timings,
+                                            best->input_length, body.result.generated_tokens);
+    out.body = compat ? compat_generate_response_json(body) : generate_response_json(body);
+    response->respond(std::move(out));
+  }
+};
+
+}  // namespace
+
+void handle_generate(ServerState& state, HttpRequest request,
+                     std::shared_ptr<ResponseStream> response, GenerateRoute route) {
+  RequestClock clock{Clock::now(), {}, {}};
+  auto parsed_or = parse_generate_request(request.body, route == GenerateRoute::kCompat
+                                                            ? GenerateBody::kCompat
+                                                            : GenerateBody::kGenerate);
+  if (auto* rejection = std::get_if<BodyRejection>(&parsed_or)) {
+    response->respond(
+        {rejection->status, {{"Content-Type", std::string(kTextPlain)}}, rejection->body});
+    return;
+  }
+  ParsedGenerateRequest parsed = std::move(std::get<ParsedGenerateRequest>(parsed_or));
+  const bool streaming =
+      route == GenerateRoute::kGenerateStream || (route == GenerateRoute::kCompat && parsed.stream);
+  state.metrics.increment("tgi_request_count");
+  const size_t request_characters = count_characters(parsed.inputs);
+  auto admitted = admit(state, generate_admission_request(std::move(parsed), streaming));
+  if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
+    state.metrics.increment("tgi_request_failure", failure->metric_label);
+    // Streams always answer 200: TGI delivers validation and overload errors as one SSE event.
+    if (!streaming) return respond_error(*response, failure->error);
+    response->start_stream(200, stream_response_headers(state.compute_type, request_characters));
+    response->write(stream_error_sse(failure->error));
+    response->finish();
+    return;
+  }
+  const Admission admission = std::move(std::get<Admission>(admitted));
+  const AdmittedPrompt& prompt = admission.prompts.front();
+  const ValidGenerateRequest& valid = prompt.valid;
+  // On POST / (and /invocations) a null return_full_text defaults to true when the model's Hub
+  // pipeline tag is text-generation or unknown (always unknown for local models); false elsewhere.
+  const bool default_full_text =
+      route == GenerateRoute::kCompat && (!state.settings.model_pipeline_tag.has_value() ||
+                                          *state.settings.model_pipeline_tag == "text-generation");
+  const SequenceTextOptions text_options{
+      valid.inputs, valid.return_full_text.value_or(default_full_text), valid.stop};
+  const size_t compute_characters = count_characters(valid.inputs);
+  auto text = [&] { return SequenceText(*state.tokenizer, prompt.ids, text_options); };
+
+  clock.enqueued = Clock::now();
+  if (streaming) {
+    response->start_stream(200, stream_response_headers(state.compute_type, compute_characters));
+    return submit_all(state, admission, [&](const AdmittedGeneration& generation) {
+      return std::make_shared<StreamSink>(state, response, text(), clock, valid.details,
+                                          generation.reported_seed, admission.permit);
+    });
+  }
+  auto collector = std::make_shared<CandidateCollector>(state, response, admission.permit, clock);
+  collector->compat = route == GenerateRoute::kCompat;
+  collector->details = valid.details || valid.decoder_input_details;
+  collector->compute_characters = compute_characters;
+  collector->expected = admission.generations.size();
+  submit_all(state, admission, [&](const AdmittedGeneration& generation) {
+    return std::make_shared<CollectingSink>(
+        state, response, text(), generation.reported_seed,
+        [collector](SequenceOutcome o) { collector->add(std::move(o)); });
+  });
+}
+
+}  // namespace lm

@@ -1,0 +1,111 @@
+#include "server/tgi/generation_sinks.h"
+
+#include "server/tgi/generate_response.h"
+
+namespace lm {
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+void record_success(Metrics& metrics, const RequestClock& clock, uint32_t generated_tokens) {
+  const auto now = Clock::now();
+  const auto first = clock.first_token.value_or(now);
+  metrics.increment("tgi_request_success");
+  metrics.observe("tgi_request_duration", seconds(now - clock.start));
+  metrics.observe("tgi_request_validation_duration", seconds(clock.enqueued - clock.start));
+  // NOTE: the engine does not report when a sequence joins a batch, so queue time here ends at
+  // the first token (it includes the prefill) and inference time starts there.
+  metrics.observe("tgi_request_queue_duration", seconds(first - clock.enqueued));
+  metrics.observe("tgi_request_inference_duration", seconds(now - first));
+  if (generated_tokens > 0) {
+    metrics.observe("tgi_request_mean_time_per_token_duration",
+                    seconds(now - first) / generated_tokens);
+  }
+  metrics.observe("tgi_request_generated_tokens", generated_tokens);
+}
+
+StreamSink::StreamSink(ServerState& state, std::shared_ptr<ResponseStream> response,
+                       SequenceText text, RequestClock clock, bool details,
+                       std::optional<uint64_t> seed, std::shared_ptr<ConcurrencyPermit> permit)
+    : state_(state),
+      response_(std::move(response)),
+      text_(std::move(text)),
+      clock_(clock),
+      details_(details),
+      seed_(seed),
+      permit_(std::move(permit)) {}
+
+StreamSink::~StreamSink() {
+  if (!done_) {
+    state_.metrics.increment("tgi_request_failure", "err=\"dropped\"");
+    response_->finish();
+  }
+}
+
+bool StreamSink::on_token(const TokenEvent& event) {
+  if (!clock_.first_token) clock_.first_token = Clock::now();
+  SequenceText::Step step = text_.add(event);
+  StreamTokenEvent sse;
+  sse.index = text_.num_generated();
+  sse.token = std::move(step.token);
+  sse.top_tokens = std::move(step.top_tokens);
+  if (step.finish_reason) {
+    GeneratedSequence result = text_.result(*step.finish_reason, seed_);
+    sse.generated_text = result.generated_text;
+    if (details_) {
+      sse.details = StreamDetailsBody{result.finish_reason, result.generated_tokens, seed_,
+                                      text_.input_length()};
+    }
+  }
+  response_->write(stream_event_sse(sse));
+  if (!step.finish_reason) return true;
+  done_ = true;
+  record_success(state_.metrics, clock_, text_.num_generated());
+  response_->finish();
+  return false;
+}
+
+void StreamSink::on_error(const std::string& message) {
+  done_ = true;
+  state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
+  state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
+  response_->write(stream_error_sse(generation_error(message)));
+  response_->finish();
+}
+
+CollectingSink::CollectingSink(ServerState& state, std::shared_ptr<ResponseStream> response,
+                               SequenceText text, std::optional<uint64_t> seed, Callback on_done)
+    : state_(state),
+      response_(std::move(response)),
+      text_(std::move(text)),
+      seed_(seed),
+      on_done_(std::move(on_done)) {}
+
+CollectingSink::~CollectingSink() {
+  if (!done_) state_.metrics.increment("tgi_request_failure", "err=\"dropped\"");
+}
+
+bool CollectingSink::on_token(const TokenEvent& event) {
+  SequenceText::Step step = text_.add(event);
+  if (!step.finish_reason) return true;
+  done_ = true;
+  SequenceOutcome outcome;
+  outcome.sequence = text_.result(*step.finish_reason, seed_);
+  outcome.mean_logprob = text_.mean_logprob();
+  outcome.input_length = text_.input_length();
+  on_done_(std::move(outcome));
+  return false;
+}
+
+void CollectingSink::on_error(const std::string& message) {
+  done_ = true;
+  state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
+  state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
+  SequenceOutcome outcome;
+  outcome.error = generation_error(message);
+  on_done_(std::move(outcome));
+}
+
+}  // namespace lm
