@@ -11,7 +11,7 @@
 #include "hub/hub_options.h"
 #include "loader/bin_conversion.h"
 #include "loader/gguf_file.h"
-#include "loader/gguf_vocab_reader.h"
+#include "tokenizer/gguf_vocab_reader.h"
 
 namespace lm {
 namespace {

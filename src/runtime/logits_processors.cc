@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "base/check.h"
-#include "kernels/cpu/activations.h"
+#include "ops/sum_exp.h"
 
 namespace lm {
 namespace {
@@ -97,7 +97,7 @@ LogSoftmax log_softmax_of(std::span<const float> scores) {
   }
   // Vectorised (one pass over the vocabulary per token: with libm's exp it took 7% of SmolLM2's
   // decode, while the pool's other thread waited).
-  out.sum_exp = kernels::sum_exp(scores.data(), static_cast<int64_t>(scores.size()), out.max);
+  out.sum_exp = ops::sum_exp(scores, out.max);
   out.log_sum = static_cast<float>(std::log(out.sum_exp));
   return out;
 }

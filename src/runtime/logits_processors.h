@@ -26,7 +26,7 @@ struct ProcessorScratch {
 struct LogSoftmax {
   float max = 0.0f;
   int32_t argmax = 0;    // lowest id holding max
-  double sum_exp = 0.0;  // sum over ids of exp(x - max) (kernels::sum_exp)
+  double sum_exp = 0.0;  // sum over ids of exp(x - max) (ops::sum_exp)
   float log_sum = 0.0f;  // log(sum_exp)
   float logprob(float score) const;
 };

@@ -1,5 +1,6 @@
-// The tokenizer as a GGUF file stores it (tokenizer.ggml.* metadata), as plain data. The loader
-// fills it from a GGUF file; Tokenizer::from_gguf_vocab builds a tokenizer from it.
+// The tokenizer as a GGUF file stores it (tokenizer.ggml.* metadata), as plain data.
+// read_gguf_vocab (gguf_vocab_reader.h) fills it from a GGUF file's metadata;
+// Tokenizer::from_gguf_vocab builds a tokenizer from it.
 #pragma once
 
 #include <cstdint>

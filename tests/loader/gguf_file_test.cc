@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "loader/gguf_vocab_reader.h"
 #include "test_files.h"
 
 namespace lm {
@@ -134,36 +133,6 @@ TEST(GgufFile, RejectsBadMetadataValues) {
   d.put<uint32_t>(0x46554747).put<uint32_t>(2).put<uint64_t>(0).put<uint64_t>(2);
   d.str("x").put<uint32_t>(kF32).put<float>(1.0f).str("x").put<uint32_t>(kF32).put<float>(2.0f);
   EXPECT_NE(open_error(d.data).find("duplicate metadata key 'x'"), std::string::npos);
-}
-
-TEST(GgufVocabReader, ReadsDefaultModelVocab) {
-  auto gguf = GgufFile::open(LM_REPO_ROOT "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
-  ASSERT_TRUE(gguf.ok()) << gguf.error().message;
-  auto vocab = read_gguf_vocab(*gguf);
-  ASSERT_TRUE(vocab.ok()) << vocab.error().message;
-  EXPECT_EQ(vocab->model, "gpt2");
-  EXPECT_EQ(vocab->tokens.size(), 49152u);
-  EXPECT_FALSE(vocab->merges.empty());
-  EXPECT_TRUE(vocab->eos_id.has_value());
-  EXPECT_NE(vocab->chat_template.find("im_start"), std::string::npos);
-}
-
-TEST(GgufVocabReader, RejectsIdsOutsideVocab) {
-  Bytes b;
-  b.put<uint32_t>(0x46554747).put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(3);
-  b.str("tokenizer.ggml.model").put<uint32_t>(kString).str("gpt2");
-  b.str("tokenizer.ggml.tokens")
-      .put<uint32_t>(kArray)
-      .put<uint32_t>(kString)
-      .put<uint64_t>(1)
-      .str("a");
-  b.str("tokenizer.ggml.eos_token_id").put<uint32_t>(kU32).put<uint32_t>(5);
-  TempFile f(b.data, ".gguf");
-  auto gguf = GgufFile::open(f.path());
-  ASSERT_TRUE(gguf.ok()) << gguf.error().message;
-  auto vocab = read_gguf_vocab(*gguf);
-  ASSERT_FALSE(vocab.ok());
-  EXPECT_NE(vocab.error().message.find("outside the vocabulary"), std::string::npos);
 }
 
 }  // namespace

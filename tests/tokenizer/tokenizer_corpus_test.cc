@@ -13,7 +13,7 @@
 #include "base/text_file.h"
 #include "base/utf8.h"
 #include "loader/gguf_file.h"
-#include "loader/gguf_vocab_reader.h"
+#include "tokenizer/gguf_vocab_reader.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
