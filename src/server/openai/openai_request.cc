@@ -287,6 +287,17 @@ std::optional<ApiError> check_n(uint64_t n, uint64_t max_n) {
   return std::nullopt;
 }
 
+// The number of alternatives per token (`top_logprobs` / `logprobs`) against --max-top-n-tokens.
+std::optional<ApiError> check_top_n(const std::optional<uint32_t>& value, const char* name,
+                                    const ValidationLimits& limits) {
+  if (value && *value > limits.max_top_n_tokens) {
+    return validation_error(std::string("`") + name +
+                            "` must be >= 0 and <= " + std::to_string(limits.max_top_n_tokens) +
+                            ". Given: " + std::to_string(*value));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> check_penalty(const std::optional<float>& value, const char* name) {
   if (value && !(*value >= -2.0f && *value <= 2.0f)) {
     return validation_error(std::string("`") + name + "` must be >= -2.0 and <= 2.0");
@@ -315,11 +326,7 @@ std::optional<ApiError> validate_chat_request(const ChatRequest& request,
     }
   }
   if (auto e = check_n(request.n, max_n)) return e;
-  if (request.top_logprobs && *request.top_logprobs > limits.max_top_n_tokens) {
-    return validation_error(
-        "`top_logprobs` must be >= 0 and <= " + std::to_string(limits.max_top_n_tokens) +
-        ". Given: " + std::to_string(*request.top_logprobs));
-  }
+  if (auto e = check_top_n(request.top_logprobs, "top_logprobs", limits)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
 
@@ -332,11 +339,7 @@ std::optional<ApiError> validate_completion_request(const CompletionRequest& req
   }
   if (request.prompts.size() > max_prompts) return batch_size_exceeded_error(max_prompts);
   if (auto e = check_n(request.n, max_n)) return e;
-  if (request.logprobs && *request.logprobs > limits.max_top_n_tokens) {
-    return validation_error(
-        "`logprobs` must be >= 0 and <= " + std::to_string(limits.max_top_n_tokens) +
-        ". Given: " + std::to_string(*request.logprobs));
-  }
+  if (auto e = check_top_n(request.logprobs, "logprobs", limits)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
 
