@@ -1,6 +1,6 @@
 // ModelExecutor with a real tiny checkpoint, under the Engine and driven by hand-built batches
 // (scattered blocks, chunks, preemption and recompute, prefix-cache hits, block copies): every
-// sequence gets the tokens it gets alone from the single-sequence Generator; warm-up runs.
+// sequence gets the tokens it gets alone (an Engine running only it); warm-up runs.
 #include "runtime/model_executor.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "runtime/generator.h"
+#include "engine/run_to_completion.h"
 #include "runtime/warmup.h"
 
 namespace lm {
@@ -93,15 +93,14 @@ class ModelExecutorTest : public ::testing::Test {
     return out;
   }
 
+  // The request by itself: an Engine of its own, so no other sequence ever shares its steps.
   static GenerationResult generate_alone(const EngineRequest& request) {
-    Generator generator(*model_, *pool_);
-    EngineRequest g;
-    g.prompt_ids = request.prompt_ids;
-    g.sampling = request.sampling;
-    g.max_new_tokens = request.max_new_tokens;
-    g.ignore_eos = request.ignore_eos;
-    Result<GenerationResult> result = generator.generate(g);
-    EXPECT_TRUE(result.ok());
+    EngineConfig config;
+    config.max_batch_total_tokens = 1024;
+    config.eos_token_ids = model_->config().eos_token_ids;
+    Engine engine(config, std::make_unique<ModelExecutor>(*model_, *pool_, config));
+    Result<GenerationResult> result = run_to_completion(engine, request);
+    EXPECT_TRUE(result.ok()) << result.error().message;
     return std::move(result).value();
   }
 
