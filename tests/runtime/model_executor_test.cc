@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -334,6 +336,43 @@ TEST_F(ModelExecutorTest, WarmUpRunsAForwardAndRejectsAnEmptyPrompt) {
   Status empty = warm_up(*model_, *pool_, 0);
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.error().message, "the warm-up needs at least one token");
+}
+
+// Overwrites the bytes of `tensor` in a .safetensors file with 0xff (NaN in every float dtype).
+void poison_tensor(const std::filesystem::path& file, const std::string& tensor) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header_len = 0;
+  f.read(reinterpret_cast<char*>(&header_len), sizeof header_len);
+  std::string header(header_len, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  const size_t entry = header.find("\"" + tensor + "\"");
+  ASSERT_NE(entry, std::string::npos);
+  const size_t offsets = header.find("\"data_offsets\":[", entry) + 16;
+  const uint64_t begin = std::stoull(header.substr(offsets));
+  const uint64_t end = std::stoull(header.substr(header.find(',', offsets) + 1));
+  f.seekp(static_cast<std::streamoff>(8 + header_len + begin));
+  const std::string nan_bytes(end - begin, '\xff');
+  f.write(nan_bytes.data(), static_cast<std::streamsize>(nan_bytes.size()));
+  ASSERT_TRUE(f.good());
+}
+
+// A model whose final norm is NaN: every logit is NaN, which serving would sample as -inf but
+// the warm-up must refuse.
+TEST_F(ModelExecutorTest, WarmUpRejectsAModelWithNonFiniteLogits) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "nan_final_norm";
+  fs::remove_all(dir);
+  fs::copy(kModelPath, dir, fs::copy_options::recursive);
+  poison_tensor(dir / "model.safetensors", "model.norm.weight");
+  auto broken = LlamaModel::load(dir.string());
+  ASSERT_TRUE(broken.ok()) << broken.error().message;
+  Status s = warm_up(**broken, *pool_, 16);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "the warm-up failed: the forward of 16 tokens produced a non-finite logit; the "
+            "model's weights are broken");
+  broken->reset();
+  fs::remove_all(dir);
 }
 
 }  // namespace
