@@ -27,7 +27,6 @@ Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
 }
 
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
-  for (const auto& [src, dst] : batch.block_copies) kv_.copy_block(src, dst);
   std::vector<SampleResult> samples;
   if (batch.empty()) return samples;
   // One forward for every scheduled token: each weight matrix is read once per step.
