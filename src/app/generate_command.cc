@@ -10,7 +10,10 @@
 #include "app/launcher_flags.h"
 #include "app/model_files.h"
 #include "base/log.h"
-#include "runtime/generator.h"
+#include "engine/engine.h"
+#include "engine/run_to_completion.h"
+#include "runtime/model_executor.h"
+#include "runtime/request_check.h"
 #include "server/text/stop_sequences.h"
 #include "tokenizer/stream_decoder.h"
 
@@ -65,18 +68,33 @@ int run_generate(const GenerateOptions& o) {
     return 1;
   }
 
+  // Checked before the engine sizes its K/V pool for this request (an over-long one would ask
+  // for memory it can never use).
+  if (Status fits = check_request_fits_model((*model)->config(), request); !fits.ok()) {
+    log_error(fits.error().message);
+    return 1;
+  }
+
   ThreadPool pool(o.num_threads);
-  Generator generator(**model, pool);
+  // One request: its whole prompt in one step, K/V for exactly its tokens, the model's EOS ids.
+  const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  EngineConfig config;
+  config.max_batch_prefill_tokens = prompt_len;
+  config.max_batch_total_tokens = prompt_len + request.max_new_tokens;
+  config.eos_token_ids = (*model)->config().eos_token_ids;
+  Engine engine(config, std::make_unique<ModelExecutor>(**model, pool, config));
   StreamDecoder decoder(**tokenizer, request.prompt_ids, /*skip_special_tokens=*/true);
   StopSequenceMatcher stops(o.stop);
   const auto t1 = Clock::now();
   auto first_token = t1;
-  auto result = generator.generate(request, [&](const SampleResult& token) {
+  // Runs on the engine thread; a matched stop string ends the request there.
+  auto result = run_to_completion(engine, request, [&](const SampleResult& token) {
     if (first_token == t1) first_token = Clock::now();
     const std::string text = decoder.push(token.id);
     std::cout << text << std::flush;
     return !stops.feed(text).has_value();
   });
+  engine.drain();
   if (!result.ok()) {
     log_error(result.error().message);
     return 1;

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -35,9 +34,6 @@ struct ScheduledSequence {
 
 struct ScheduledBatch {
   std::vector<ScheduledSequence> sequences;  // running sequences first, in admission order
-  // (src, dst) blocks whose whole contents are copied before the step runs. The Scheduler shares
-  // only full blocks, so it never asks for a copy yet; kept for copy-on-write.
-  std::vector<std::pair<int32_t, int32_t>> block_copies;
 
   bool empty() const { return sequences.empty(); }
   int64_t num_tokens() const {

@@ -205,37 +205,4 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
   if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool, int8_activations_);
 }
 
-void LlamaModel::forward(std::span<const int32_t> token_ids, int64_t first_position,
-                         KvCacheView& kv, bool all_logits, std::vector<float>& logits,
-                         ThreadPool& pool) {
-  // A contiguous cache is a pool of one block as long as the cache: slot = position.
-  const ModelConfig& c = config_;
-  const auto n = static_cast<int64_t>(token_ids.size());
-  LM_CHECK(n > 0 && first_position >= 0 && first_position + n <= kv.capacity());
-  PagedKvView paged;
-  const Shape pool_shape{1, kv.capacity(), c.num_key_value_heads, c.head_dim};
-  for (size_t layer = 0; layer < kv.k.size(); ++layer) {
-    LM_CHECK(kv.k[layer].dim(1) == c.num_key_value_heads * c.head_dim);
-    paged.k.push_back(Tensor{DType::kF32, pool_shape, kv.k[layer].data, kv.k[layer].device});
-    paged.v.push_back(Tensor{DType::kF32, pool_shape, kv.v[layer].data, kv.v[layer].device});
-  }
-  std::vector<int32_t> positions(static_cast<size_t>(n)), logit_rows;
-  std::vector<int64_t> slots(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    positions[static_cast<size_t>(i)] = static_cast<int32_t>(first_position + i);
-    slots[static_cast<size_t>(i)] = first_position + i;
-    if (all_logits || i == n - 1) logit_rows.push_back(static_cast<int32_t>(i));
-  }
-  const int32_t query_begins[] = {0, static_cast<int32_t>(n)};
-  const int32_t block_table[] = {0};
-  BatchInput batch{.token_ids = token_ids,
-                   .positions = positions,
-                   .slot_mapping = slots,
-                   .query_begins = query_begins,
-                   .block_tables = block_table,
-                   .max_blocks_per_seq = 1,
-                   .logit_rows = logit_rows};
-  forward_batch(batch, paged, logits, pool);
-}
-
 }  // namespace lm

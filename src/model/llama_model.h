@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -19,14 +18,6 @@
 namespace lm {
 
 class GgufFile;
-
-// K/V memory of one sequence, owned by the runtime: per layer a [capacity, num_kv_heads *
-// head_dim] fp32 tensor for keys and one for values, indexed by position.
-struct KvCacheView {
-  std::vector<Tensor> k;
-  std::vector<Tensor> v;
-  int64_t capacity() const { return k.empty() ? 0 : k[0].dim(0); }
-};
 
 class LlamaModel {
  public:
@@ -52,12 +43,6 @@ class LlamaModel {
   // sets logits to [logit_rows, vocab_size]. Each Linear is one matmul over all the batch's rows.
   void forward_batch(const BatchInput& batch, PagedKvView& kv, std::vector<float>& logits,
                      ThreadPool& pool);
-
-  // One sequence over a contiguous cache: runs `token_ids` at positions [first_position,
-  // first_position + n), appending their K/V to `kv`. Writes logits [rows, vocab_size] for the
-  // last token (rows = 1) or for every token (rows = n) when all_logits.
-  void forward(std::span<const int32_t> token_ids, int64_t first_position, KvCacheView& kv,
-               bool all_logits, std::vector<float>& logits, ThreadPool& pool);
 
  private:
   struct Workspace {

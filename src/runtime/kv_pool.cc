@@ -1,7 +1,5 @@
 #include "runtime/kv_pool.h"
 
-#include <algorithm>
-
 #include "base/check.h"
 
 namespace lm {
@@ -21,18 +19,6 @@ KvPool::KvPool(const ModelConfig& config, int64_t num_blocks, int64_t block_size
 int64_t KvPool::bytes_per_token(const ModelConfig& config) {
   return config.num_hidden_layers * 2 * config.num_key_value_heads * config.head_dim *
          static_cast<int64_t>(sizeof(float));
-}
-
-void KvPool::copy_block(int32_t src, int32_t dst) {
-  LM_CHECK(src >= 0 && src < num_blocks_ && dst >= 0 && dst < num_blocks_);
-  if (src == dst) return;
-  for (std::vector<Buffer>* buffers : {&keys_, &values_}) {
-    for (Buffer& buffer : *buffers) {
-      const int64_t block_floats = buffer.numel() / num_blocks_;
-      std::copy_n(buffer.f32() + src * block_floats, block_floats,
-                  buffer.f32() + dst * block_floats);
-    }
-  }
 }
 
 }  // namespace lm

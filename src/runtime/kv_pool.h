@@ -26,9 +26,6 @@ class KvPool {
   int64_t block_size() const { return block_size_; }
   PagedKvView& view() { return view_; }
 
-  // Copies block `src` over block `dst` in every layer, keys and values.
-  void copy_block(int32_t src, int32_t dst);
-
  private:
   int64_t num_blocks_;
   int64_t block_size_;

@@ -1,9 +1,11 @@
 #include "runtime/model_executor.h"
 
-#include "runtime/request_check.h"
-
+#include <algorithm>
+#include <cmath>
 #include <span>
 #include <string>
+
+#include "runtime/request_check.h"
 
 namespace lm {
 
@@ -25,12 +27,16 @@ Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
 }
 
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
-  for (const auto& [src, dst] : batch.block_copies) kv_.copy_block(src, dst);
   std::vector<SampleResult> samples;
   if (batch.empty()) return samples;
   // One forward for every scheduled token: each weight matrix is read once per step.
   inputs_.build(batch, kv_.block_size(), kv_.num_blocks());
   model_.forward_batch(inputs_.view(), kv_.view(), logits_, pool_);
+  if (reject_non_finite_logits_ &&
+      !std::all_of(logits_.begin(), logits_.end(), [](float x) { return std::isfinite(x); })) {
+    return Error{"the forward of " + std::to_string(batch.num_tokens()) +
+                 " tokens produced a non-finite logit; the model's weights are broken"};
+  }
 
   const auto vocab = static_cast<size_t>(model_.config().vocab_size);
   size_t row = 0;

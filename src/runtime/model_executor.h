@@ -29,6 +29,11 @@ class ModelExecutor final : public Executor {
   Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) override;
   void release(int64_t seq_id) override;
 
+  // Fail a step whose sampled rows hold a NaN or infinite logit instead of sampling from it
+  // (the sampler treats NaN as -inf). Warm-up turns it on, so a broken model fails before
+  // traffic; serving leaves it off.
+  void set_reject_non_finite_logits(bool on) { reject_non_finite_logits_ = on; }
+
   // Sequences holding a Sampler (seen and not yet released).
   int64_t num_sequences() const { return static_cast<int64_t>(samplers_.size()); }
   KvPool& kv_pool() { return kv_; }
@@ -44,6 +49,7 @@ class ModelExecutor final : public Executor {
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
+  bool reject_non_finite_logits_ = false;
 };
 
 }  // namespace lm

@@ -1,6 +1,6 @@
-// The model-side checks every request passes before it runs (in the engine or in the single-
-// sequence Generator): prompt ids inside the vocabulary, prompt + max_new_tokens inside the
-// model's context.
+// The model-side checks every request passes before it runs (ModelExecutor::check_request; the
+// `generate` command also asks before it sizes an engine): prompt ids inside the vocabulary,
+// prompt + max_new_tokens inside the model's context.
 #pragma once
 
 #include "base/result.h"

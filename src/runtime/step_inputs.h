@@ -18,14 +18,6 @@ class StepInputs {
   // Views of the arrays, valid until the next build.
   BatchInput view() const;
 
-  const std::vector<int32_t>& token_ids() const { return token_ids_; }
-  const std::vector<int32_t>& positions() const { return positions_; }
-  const std::vector<int64_t>& slot_mapping() const { return slot_mapping_; }
-  const std::vector<int32_t>& query_begins() const { return query_begins_; }
-  const std::vector<int32_t>& block_tables() const { return block_tables_; }
-  int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
-  const std::vector<int32_t>& logit_rows() const { return logit_rows_; }
-
  private:
   std::vector<int32_t> token_ids_;     // [num_tokens]
   std::vector<int32_t> positions_;     // [num_tokens]

@@ -1,5 +1,6 @@
-// Warm-up before serving, as TGI's: one prefill forward of a synthetic prompt and one sample with
-// every sampling feature on, so workspaces are sized and a broken model fails before traffic.
+// Warm-up before serving, as TGI's: one request of a synthetic prompt through an Engine of its
+// own (one prefill, one token sampled with every sampling feature on), so workspaces are sized
+// and a broken model fails before traffic.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,8 @@
 
 namespace lm {
 
-// Runs a prompt of `num_tokens` ids (clamped to the model's context) through `model`. Fails when
-// num_tokens < 1 or the model produces a non-finite logit.
+// Runs a prompt of `num_tokens` ids (clamped so it and its one new token fit the model's context)
+// through `model`. Fails when num_tokens < 1 or the model produces a non-finite logit.
 Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens);
 
 }  // namespace lm

@@ -74,7 +74,6 @@ TEST(Scheduler, AdmitsInFifoOrderWholePromptsThenOneTokenPerStep) {
             (std::vector<int32_t>{20, 21, 22, 23, 24}));
   EXPECT_EQ(scheduler.num_reserved_tokens(), 5 + 7);
   EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{1}, {2, 3}}));
-  EXPECT_TRUE(batch.block_copies.empty());
 
   StepOutput out = scheduler.update(batch, samples({7, 8}));
   ASSERT_EQ(out.tokens.size(), 2u);

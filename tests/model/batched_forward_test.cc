@@ -1,6 +1,6 @@
 // forward_batch over one mixed flat batch (two prefills of different lengths, decodes and a chunk
-// after existing K/V, scattered blocks of a shared pool) gives the logits the single-sequence
-// forward gives each sequence alone, for every tiny checkpoint.
+// after existing K/V, scattered blocks of a shared pool) gives the logits each sequence gets run
+// alone over a pool of its own, for every tiny checkpoint.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "model/llama_model.h"
-#include "runtime/kv_cache.h"
 #include "runtime/kv_pool.h"
+#include "sequence_forward.h"
 
 namespace lm {
 namespace {
@@ -84,17 +84,14 @@ FlatBatch flat_batch(const std::vector<TestSequence>& seqs, bool context_only,
   return b;
 }
 
-// Logits of rows [first, end) of `seq` run alone over a contiguous cache.
+// Logits of rows [first, end) of `seq` run alone (its earlier tokens in a step before).
 std::vector<float> alone(LlamaModel& model, const TestSequence& seq, int64_t first, int64_t end,
                          ThreadPool& pool) {
-  SequenceKvCache cache(model.config(), static_cast<int64_t>(seq.ids.size()));
-  std::vector<float> logits;
+  SequenceForward sequence(model, static_cast<int64_t>(seq.ids.size()));
   const std::span<const int32_t> ids(seq.ids);
-  if (first > 0)
-    model.forward(ids.first(static_cast<size_t>(first)), 0, cache.view(), false, logits, pool);
-  model.forward(ids.subspan(static_cast<size_t>(first), static_cast<size_t>(end - first)), first,
-                cache.view(), /*all_logits=*/true, logits, pool);
-  return logits;
+  if (first > 0) sequence.run(ids.first(static_cast<size_t>(first)), false, pool);
+  return sequence.run(ids.subspan(static_cast<size_t>(first), static_cast<size_t>(end - first)),
+                      /*all_logits=*/true, pool);
 }
 
 void expect_close(std::span<const float> got, std::span<const float> want) {
@@ -185,7 +182,7 @@ TEST_P(BatchedForward, LogitsOnlyForTheRequestedRows) {
 }
 
 // Decode tokens/s on the default model at several batch sizes: one forward_batch per step over
-// a shared pool versus one forward per sequence over its own cache (the pre-pool executor).
+// a shared pool versus one forward per sequence over its own pool (the pre-pool executor).
 // Run with --gtest_also_run_disabled_tests --gtest_filter='*DecodeThroughput*'.
 TEST(BatchedForwardBenchmark, DISABLED_DecodeThroughput) {
   auto loaded =
@@ -225,18 +222,17 @@ TEST(BatchedForwardBenchmark, DISABLED_DecodeThroughput) {
     const double batched = static_cast<double>(batch * kSteps) / seconds_since(batched_start);
 
     const int64_t loop_steps = batch >= 64 ? 2 : kSteps;
-    std::vector<std::unique_ptr<SequenceKvCache>> caches;
+    std::vector<std::unique_ptr<SequenceForward>> lone;
     for (TestSequence& seq : seqs) {
-      caches.push_back(std::make_unique<SequenceKvCache>(model.config(), kPrompt + kSteps));
-      model.forward(std::span<const int32_t>(seq.ids).first(kPrompt), 0, caches.back()->view(),
-                    false, logits, pool);
+      lone.push_back(std::make_unique<SequenceForward>(model, kPrompt + kSteps));
+      lone.back()->run(std::span<const int32_t>(seq.ids).first(kPrompt), false, pool);
     }
     const auto loop_start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < loop_steps; ++step) {
       for (size_t s = 0; s < seqs.size(); ++s) {
-        model.forward(
+        lone[s]->run(
             std::span<const int32_t>(seqs[s].ids).subspan(static_cast<size_t>(kPrompt + step), 1),
-            kPrompt + step, caches[s]->view(), false, logits, pool);
+            false, pool);
       }
     }
     const double loop = static_cast<double>(batch * loop_steps) / seconds_since(loop_start);

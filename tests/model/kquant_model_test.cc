@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "model/llama_model.h"
-#include "runtime/kv_cache.h"
+#include "sequence_forward.h"
 
 namespace lm {
 namespace {
@@ -19,20 +19,18 @@ constexpr const char* kDir = LM_BUILD_ROOT "/test-models/kquant-gguf";
 
 std::vector<float> all_logits(LlamaModel& model, const std::vector<int32_t>& ids) {
   ThreadPool pool(2);
-  SequenceKvCache cache(model.config(), static_cast<int64_t>(ids.size()));
-  std::vector<float> logits;
-  model.forward(ids, 0, cache.view(), /*all_logits=*/true, logits, pool);
-  return logits;
+  SequenceForward sequence(model, static_cast<int64_t>(ids.size()));
+  return sequence.run(ids, /*all_logits=*/true, pool);
 }
 
 // The same sequence one token per forward call: the decode path (one dot per weight row).
 std::vector<float> decode_logits(LlamaModel& model, const std::vector<int32_t>& ids) {
   ThreadPool pool(2);
-  SequenceKvCache cache(model.config(), static_cast<int64_t>(ids.size()));
-  std::vector<float> all, step;
+  SequenceForward sequence(model, static_cast<int64_t>(ids.size()));
+  std::vector<float> all;
   for (size_t i = 0; i < ids.size(); ++i) {
-    model.forward(std::span<const int32_t>(&ids[i], 1), static_cast<int64_t>(i), cache.view(),
-                  /*all_logits=*/false, step, pool);
+    const std::vector<float> step =
+        sequence.run(std::span<const int32_t>(&ids[i], 1), /*all_logits=*/false, pool);
     all.insert(all.end(), step.begin(), step.end());
   }
   return all;

@@ -16,7 +16,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "model/llama_model.h"
-#include "runtime/kv_cache.h"
+#include "sequence_forward.h"
 
 namespace lm {
 namespace {
@@ -53,9 +53,8 @@ Agreement measure_agreement(bool int8_activations) {
     const auto ids = c["token_ids"].get<std::vector<int32_t>>();
     const auto ref_argmax = c["argmax_ids"].get<std::vector<int32_t>>();
     const auto ref_argmax_logits = c["argmax_logits"].get<std::vector<float>>();
-    SequenceKvCache cache((*model)->config(), static_cast<int64_t>(ids.size()));
-    std::vector<float> logits;
-    (*model)->forward(ids, 0, cache.view(), /*all_logits=*/true, logits, pool);
+    SequenceForward sequence(**model, static_cast<int64_t>(ids.size()));
+    const std::vector<float> logits = sequence.run(ids, /*all_logits=*/true, pool);
     a.last_logits.emplace_back(logits.end() - vocab, logits.end());
     for (size_t pos = 0; pos < ids.size(); ++pos) {
       const float* row = logits.data() + static_cast<int64_t>(pos) * vocab;
