@@ -16,7 +16,7 @@
 #include "runtime/model_executor.h"
 #include "runtime/warmup.h"
 #include "server/router.h"
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/transport/http_server.h"
 #include "template/chat_template.h"
 

@@ -171,7 +171,7 @@ std::map<std::pair<std::string, std::string>, Route> route_table() {
       false, false, json([](ServerState& s) { return models_response_json(s.settings.model_id); })};
   t[{"GET", "/api-doc/openapi.json"}] = {
       false, false, json([](ServerState& s) {
-        return openapi_json({s.settings.limits, InfoBody{}.version});
+        return openapi_json({s.settings.limits, std::string(kRouterVersion)});
       })};
   t[{"GET", "/docs"}] = {
       false, false, [](ServerState&, HttpRequest, std::shared_ptr<ResponseStream> p) {

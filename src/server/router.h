@@ -3,7 +3,7 @@
 // known paths with another method.
 #pragma once
 
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/transport/http_types.h"
 
 namespace lm {

@@ -125,6 +125,20 @@ class CheckLayeringTest(unittest.TestCase):
             ["src/kernels/cpu/CMakeLists.txt:2: kernels/cpu -> base: PUBLIC link to lm_base, but "
              "no header of kernels/cpu includes base/; make it PRIVATE"])
 
+    def test_sub_unit_headers_expose_their_library_links(self):
+        # lm_server compiles server/transport/ too: a header there may expose lm_base.
+        changes = {"server/CMakeLists.txt": "lm_library(server server)\n"
+                                            "target_link_libraries(lm_server PUBLIC lm_base)\n"}
+        table = TABLE + "server/transport: base\n"
+        code, lines, _ = self.run_check(
+            {**changes, "server/transport/http.h": '#pragma once\n#include "base/check.h"\n'},
+            table)
+        self.assertEqual((code, lines), (0, []))
+        code, lines, _ = self.run_check(changes, table)
+        self.assertEqual(lines, ["src/server/CMakeLists.txt:2: server -> base: PUBLIC link to "
+                                 "lm_base, but no header of server includes base/; make it "
+                                 "PRIVATE"])
+
     def test_keyword_less_link_counts_as_public(self):
         self.assert_reports(
             {"server/CMakeLists.txt": "lm_library(server server)\n"

@@ -191,7 +191,25 @@ TEST_F(AdmissionTable, EveryRouteIsRefusedWhenOverloaded) {
   }
 }
 
-TEST_F(AdmissionTable, PermitCoversEveryGenerationUntilTheResponseIsDone) {
+// What wins when an overloaded server gets a bad request: TGI's order puts the checks before the
+// permit (best_of, streams, the chat template) ahead of 429, and 429 ahead of the others.
+TEST_F(AdmissionTable, OverloadIsCheckedBetweenThePrePermitRulesAndTheRest) {
+  state_.settings.max_concurrent_requests = 0;
+  auto code_of = [&](AdmissionRequest request) {
+    auto result = admit(state_, std::move(request));
+    EXPECT_TRUE(std::holds_alternative<AdmissionFailure>(result));
+    return std::get<AdmissionFailure>(result).error.status;
+  };
+  AdmissionRequest best_of = route_request(Route::kGenerate, Ask{10, 5, 0.5f, {}});
+  best_of.parameters.best_of = 3;  // above --max-best-of 2
+  EXPECT_EQ(code_of(best_of), 422);
+  EXPECT_EQ(code_of(route_request(Route::kGenerate, Ask{10, 5, -1.0f, {}})), 429);
+  EXPECT_EQ(code_of(route_request(Route::kChat, Ask{10, 5, -1.0f, {}})), 429);
+  state_.chat_template.reset();
+  EXPECT_EQ(code_of(route_request(Route::kChat, Ask{10, 5, {}, {}})), 422);
+}
+
+TEST_F(AdmissionTable, PermitHoldsOneUnitPerGenerationUntilTheAdmissionIsReleased) {
   {
     auto result = admit(
         state_, completion_admission_request(std::get<CompletionRequest>(parse_completion_request(
@@ -222,6 +240,15 @@ TEST_F(AdmissionTable, SeedIsReportedOnlyForRandomChoices) {
   const AdmittedGeneration& g = std::get<Admission>(sampled).generations[0];
   ASSERT_TRUE(g.reported_seed.has_value());
   EXPECT_EQ(*g.reported_seed, g.engine_request.sampling.seed);
+  // best_of with `temperature: 1.0` passes TGI's best_of rule (a warper is named) but samples
+  // nothing: no candidate reports a seed, as TGI's shards report none for greedy requests.
+  AdmissionRequest best_of = route_request(Route::kGenerate, Ask{10, 5, 1.0f, {}});
+  best_of.parameters.best_of = 2;
+  auto candidates = admit(state_, std::move(best_of));
+  ASSERT_TRUE(std::holds_alternative<Admission>(candidates));
+  ASSERT_EQ(std::get<Admission>(candidates).generations.size(), 2u);
+  for (const AdmittedGeneration& c : std::get<Admission>(candidates).generations)
+    EXPECT_FALSE(c.reported_seed.has_value());
 }
 
 TEST_F(AdmissionTable, ChatTemplateFailureIsATemplateError) {
@@ -229,7 +256,8 @@ TEST_F(AdmissionTable, ChatTemplateFailureIsATemplateError) {
   auto result = admit_by(Route::kChat, Ask{10, 5, {}, {}});
   ASSERT_TRUE(std::holds_alternative<AdmissionFailure>(result));
   EXPECT_EQ(std::get<AdmissionFailure>(result).error.status, 422);
-  EXPECT_STREQ(std::get<AdmissionFailure>(result).metric_label, "err=\"template_error\"");
+  EXPECT_EQ(std::get<AdmissionFailure>(result).error.error_type, "template_error");
+  EXPECT_STREQ(std::get<AdmissionFailure>(result).metric_label, "err=\"template\"");  // TGI's
 }
 
 }  // namespace

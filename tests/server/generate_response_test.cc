@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 
-#include "server/server_state.h"
 #include "server/tgi/info_response.h"
 #include "server/wire/json_text.h"
 

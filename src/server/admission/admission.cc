@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <random>
 
+#include "base/check.h"
+
 namespace lm {
 namespace {
 
 constexpr const char* kValidation = "err=\"validation\"";
+constexpr const char* kTemplate = "err=\"template\"";  // TGI's label for chat template errors
 
 AdmissionFailure failure(ApiError error, const char* label = kValidation) {
   return AdmissionFailure{std::move(error), label};
@@ -29,6 +32,18 @@ std::variant<AdmittedPrompt, ApiError> admit_prompt(ServerState& state, std::str
   if (prompt.ids.size() > prompt.valid.input_length)  // truncate: keep the last tokens
     prompt.ids.erase(prompt.ids.begin(), prompt.ids.end() - prompt.valid.input_length);
   return prompt;
+}
+
+// The engine's max_new_tokens for a prompt of `num_prompt_tokens`: the whole request, never past
+// max_total_tokens.
+int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_prompt_tokens,
+                               size_t max_total_tokens) {
+  // TGI produces long generations in 1024-token pieces it re-submits silently until the
+  // request's max_new_tokens or max_total_tokens is reached; the engine has no piece limit, so
+  // the whole request runs as one sequence bounded the same way.
+  const size_t room = max_total_tokens - std::min(max_total_tokens, num_prompt_tokens);
+  const uint32_t wanted = std::max(valid.max_total_new_tokens, valid.max_new_tokens);
+  return static_cast<int64_t>(std::min<size_t>(wanted, std::max<size_t>(room, 1)));
 }
 
 // The prompt's generations: the first keeps the request's seed, the others draw theirs from it
@@ -54,30 +69,21 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
 
 }  // namespace
 
-int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_prompt_tokens,
-                               size_t max_total_tokens) {
-  // TGI produces long generations in 1024-token pieces it re-submits silently until the
-  // request's max_new_tokens or max_total_tokens is reached; the engine has no piece limit, so
-  // the whole request runs as one sequence bounded the same way.
-  const size_t room = max_total_tokens - std::min(max_total_tokens, num_prompt_tokens);
-  const uint32_t wanted = std::max(valid.max_total_new_tokens, valid.max_new_tokens);
-  return static_cast<int64_t>(std::min<size_t>(wanted, std::max<size_t>(room, 1)));
-}
-
 std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request) {
   if (auto error = validate_before_permit({"", request.parameters, request.streaming},
                                           state.settings.limits, request.streaming)) {
     return failure(*error);
   }
-  std::optional<ChatPrompt> chat;
+  // A chat request is one prompt, the template's rendering, with the template's own ids.
+  std::optional<std::vector<int32_t>> chat_ids;
   if (request.messages) {
+    LM_CHECK(request.prompts.empty());
     const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
     auto prompt_or = render_chat_prompt(context, *state.tokenizer, *request.messages);
-    if (auto* error = std::get_if<ApiError>(&prompt_or)) {
-      return failure(*error, "err=\"template_error\"");
-    }
-    chat = std::move(std::get<ChatPrompt>(prompt_or));
-    request.prompts = {chat->text};
+    if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(*error, kTemplate);
+    ChatPrompt& chat = std::get<ChatPrompt>(prompt_or);
+    request.prompts = {std::move(chat.text)};
+    chat_ids = std::move(chat.ids);
   }
   // best_of 0 behaves as 1 (TGI validates best_of only when > 1).
   const uint64_t num_choices =
@@ -89,14 +95,14 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
   Admission admission;
   admission.permit = std::make_shared<ConcurrencyPermit>(std::move(*permit_or));
   for (std::string& text : request.prompts) {
-    std::optional<std::vector<int32_t>> ids;
-    if (chat) ids = std::move(chat->ids);
-    auto prompt_or = admit_prompt(state, std::move(text), std::move(ids), request);
+    auto prompt_or = admit_prompt(state, std::move(text), std::move(chat_ids), request);
     if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(std::move(*error));
     admission.prompts.push_back(std::move(std::get<AdmittedPrompt>(prompt_or)));
   }
   for (size_t i = 0; i < admission.prompts.size(); ++i) {
     const AdmittedPrompt& prompt = admission.prompts[i];
+    // NOTE: once per validated prompt, as TGI records them at validation: OpenAI's n choices of
+    // one prompt are one validation. (TGI validates each best_of candidate again; we do not.)
     state.metrics.observe("tgi_request_input_length", static_cast<double>(prompt.ids.size()));
     state.metrics.observe("tgi_request_max_new_tokens", prompt.valid.max_new_tokens);
     add_generations(admission, i, num_choices, request, state.settings.limits.max_total_tokens);

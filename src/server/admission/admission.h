@@ -16,7 +16,7 @@
 #include "engine/token_sink.h"
 #include "server/admission/admission_request.h"
 #include "server/admission/validation.h"
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/wire/api_error.h"
 
 namespace lm {
@@ -52,13 +52,10 @@ struct AdmissionFailure {
 // accepted prompts' input length and max_new_tokens metrics.
 std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request);
 
-// The engine's max_new_tokens for a prompt of `num_prompt_tokens`: the whole request (TGI runs
-// it in 1024-token pieces; the engine in one sequence), never past max_total_tokens.
-int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_prompt_tokens,
-                               size_t max_total_tokens);
-
-// Submits every generation with the sink `make_sink` builds for it; a submit the engine refuses
-// fails that sink.
+// Submits every generation with the sink `make_sink` builds for it. make_sink runs here, before
+// submit_all returns (it may capture the caller's locals by reference). A submit the engine
+// refuses fails that sink and the others are still submitted: a best_of collector waits for an
+// outcome from each (an OpenAI call fails once and cancels the rest).
 void submit_all(
     ServerState& state, const Admission& admission,
     const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink);

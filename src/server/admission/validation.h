@@ -11,20 +11,10 @@
 
 #include "engine/sampling_params.h"
 #include "server/admission/generate_parameters.h"
+#include "server/state/server_settings.h"
 #include "server/wire/api_error.h"
 
 namespace lm {
-
-struct ValidationLimits {
-  size_t max_best_of = 2;
-  size_t max_stop_sequences = 4;
-  uint32_t max_top_n_tokens = 5;
-  size_t max_input_tokens = 4095;
-  size_t max_total_tokens = 4096;
-  // TGI compiles JSON grammars to regexes; without that machinery every grammar is refused with
-  // TGI's `--disable-grammar-support` message.
-  bool grammar_support = false;
-};
 
 // TGI generates at most this many tokens per scheduled piece; longer requests continue silently.
 inline constexpr uint32_t kMaxNewTokensPerPiece = 1024;

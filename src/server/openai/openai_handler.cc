@@ -1,3 +1,5 @@
+// The OpenAI routes (see openai_handler.h): one flow, serve_openai, over each route's traits (its
+// parser, field rules, mapping onto admission, response settings); one sink per choice.
 #include "server/openai/openai_handler.h"
 
 #include <algorithm>
@@ -27,10 +29,8 @@ void respond_rejection(ResponseStream& response, const BodyRejection& rejection)
       {rejection.status, {{"Content-Type", "application/json"}}, openai_rejection_json(rejection)});
 }
 
-std::string system_fingerprint() {
-  const InfoBody info;
-  return info.version + "-" + info.docker_label.value_or("native");
-}
+// TGI's version and docker label; we have no docker label.
+std::string system_fingerprint() { return std::string(kRouterVersion) + "-native"; }
 
 constexpr const char* kValidation = "err=\"validation\"";
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/transport/http_types.h"
 
 namespace lm {

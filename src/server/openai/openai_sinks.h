@@ -12,7 +12,7 @@
 
 #include "engine/token_sink.h"
 #include "server/openai/openai_response.h"
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/text/sequence_text.h"
 #include "server/text/stop_text_filter.h"
 #include "server/tgi/generation_sinks.h"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/token_sink.h"
+#include "server/text/generated_sequence.h"
 #include "server/text/stop_sequences.h"
-#include "server/tgi/generate_response.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 

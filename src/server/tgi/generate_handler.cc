@@ -1,3 +1,5 @@
+// TGI's generate routes (see generate_handler.h): the body parsed, admission, then one StreamSink
+// or best_of CollectingSinks whose outcomes a CandidateCollector turns into one JSON answer.
 #include "server/tgi/generate_handler.h"
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "engine/token_sink.h"
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 #include "server/text/sequence_text.h"
 #include "server/transport/http_types.h"
 #include "server/wire/api_error.h"

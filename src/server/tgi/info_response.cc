@@ -28,6 +28,21 @@ void append_number(std::string& out, const char* key, size_t v) {
 
 }  // namespace
 
+InfoBody info_body_of(const ServerSettings& s) {
+  InfoBody info;
+  info.model_id = s.model_id;
+  info.model_sha = s.model_sha;
+  info.model_pipeline_tag = s.model_pipeline_tag;
+  info.max_concurrent_requests = static_cast<size_t>(s.max_concurrent_requests);
+  info.max_best_of = s.limits.max_best_of;
+  info.max_stop_sequences = s.limits.max_stop_sequences;
+  info.max_input_tokens = s.limits.max_input_tokens;
+  info.max_total_tokens = s.limits.max_total_tokens;
+  info.validation_workers = s.validation_workers;
+  info.max_client_batch_size = s.max_client_batch_size;
+  return info;
+}
+
 std::string info_json(const InfoBody& info) {
   std::string out = "{";
   append_key(out, "model_id");

@@ -5,9 +5,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "server/state/server_settings.h"
+#include "server/text/token_offsets.h"
+
 namespace lm {
+
+// The TGI router version we answer as (/info, the OpenAPI document, OpenAI fingerprints).
+inline constexpr std::string_view kRouterVersion = "3.3.6-dev0";
 
 // GET /info, keys in TGI's order (spec §1.11; dtype/device fields were removed in v2.4.1). The
 // server fills it from its settings (info_body_of); the defaults here are only the router's own.
@@ -23,19 +30,14 @@ struct InfoBody {
   size_t validation_workers = 0;
   size_t max_client_batch_size = 0;
   std::string router = "text-generation-router";
-  std::string version = "3.3.6-dev0";
+  std::string version = std::string(kRouterVersion);
   std::optional<std::string> sha;
   std::optional<std::string> docker_label;
 };
+// The body from the server's settings, with the router's own name and version.
+InfoBody info_body_of(const ServerSettings& settings);
 std::string info_json(const InfoBody& info);
 
-// One /tokenize entry: start/stop are byte offsets into `inputs`, text that byte slice.
-struct TokenizeEntry {
-  uint32_t id = 0;
-  std::string text;
-  size_t start = 0;
-  size_t stop = 0;
-};
 std::string tokenize_response_json(const std::vector<TokenizeEntry>& tokens);
 
 // GET /v1/models: one entry, owned_by = id, created 0.

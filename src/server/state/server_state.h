@@ -1,6 +1,6 @@
-// What every route handler shares: the tokenizer, the engine, metrics, limits and the settings
-// of the HTTP surface. Built once at start by the launcher; handlers only read it (counters are
-// atomic).
+// What every route handler shares: the tokenizer, the engine, metrics, the settings of the HTTP
+// surface and the concurrency permits. Built once at start by the launcher; handlers only read it
+// (counters are atomic).
 #pragma once
 
 #include <atomic>
@@ -11,30 +11,14 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "server/admission/validation.h"
 #include "server/metrics/metrics.h"
-#include "server/tgi/info_response.h"
+#include "server/state/server_settings.h"
 #include "server/transport/sse_keepalive.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lm {
 
 class ChatTemplate;
-
-// The settings of the HTTP surface, resolved once by the launcher: every limit that requests are
-// checked against and that /info reports is held here once (/info is built from it).
-struct ServerSettings {
-  ValidationLimits limits;
-  int64_t max_concurrent_requests = 128;
-  size_t max_client_batch_size = 4;
-  size_t validation_workers = 2;
-  std::string model_id;
-  std::optional<std::string> model_sha;
-  std::optional<std::string> model_pipeline_tag;  // from the Hub; null for local models
-};
-
-// GET /info's body: the settings, and the router's name and version.
-InfoBody info_body_of(const ServerSettings& settings);
 
 struct ServerState {
   const Tokenizer* tokenizer = nullptr;

@@ -1,21 +1,6 @@
-#include "server/server_state.h"
+#include "server/state/server_state.h"
 
 namespace lm {
-
-InfoBody info_body_of(const ServerSettings& s) {
-  InfoBody info;
-  info.model_id = s.model_id;
-  info.model_sha = s.model_sha;
-  info.model_pipeline_tag = s.model_pipeline_tag;
-  info.max_concurrent_requests = static_cast<size_t>(s.max_concurrent_requests);
-  info.max_best_of = s.limits.max_best_of;
-  info.max_stop_sequences = s.limits.max_stop_sequences;
-  info.max_input_tokens = s.limits.max_input_tokens;
-  info.max_total_tokens = s.limits.max_total_tokens;
-  info.validation_workers = s.validation_workers;
-  info.max_client_batch_size = s.max_client_batch_size;
-  return info;
-}
 
 void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_total_tokens) {
   m.describe("tgi_request_success", "Number of successful requests");
