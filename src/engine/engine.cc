@@ -27,24 +27,8 @@ Engine::~Engine() { stop(); }
 
 Status Engine::submit(EngineRequest request, std::shared_ptr<TokenSink> sink) {
   LM_CHECK(sink != nullptr);
-  const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
-  if (prompt_len == 0) return Error{"the prompt is empty"};
-  if (request.max_new_tokens < 1) return Error{"max_new_tokens must be at least 1"};
   // Every admitted request must fit an empty batch, or it would block the queue forever.
-  if (prompt_len + request.max_new_tokens > config_.max_batch_total_tokens) {
-    return Error{"the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
-                 std::to_string(request.max_new_tokens) + ") exceeds max_batch_total_tokens (" +
-                 std::to_string(config_.max_batch_total_tokens) + ")"};
-  }
-  // The last generated token is never computed, so its position needs no KV slot.
-  const int64_t num_blocks_needed =
-      (prompt_len + request.max_new_tokens - 1 + config_.block_size - 1) / config_.block_size;
-  if (num_blocks_needed > kv_num_blocks(config_) - 1) {
-    return Error{"the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
-                 std::to_string(request.max_new_tokens) + ") needs " +
-                 std::to_string(num_blocks_needed) + " KV cache blocks but the cache has " +
-                 std::to_string(kv_num_blocks(config_) - 1)};
-  }
+  LM_RETURN_IF_ERROR(check_fits_empty_batch(config_, request));
   LM_RETURN_IF_ERROR(executor_->check_request(request));
   {
     std::lock_guard lock(mutex_);

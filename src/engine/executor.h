@@ -23,7 +23,7 @@ class Executor {
 
   // Computes the batch: for every entry, the K/V of its tokens at their positions; for every
   // entry with `samples`, one chosen token, in batch order. Sequences seen for the first time get
-  // their per-sequence state (cache, sampler) here.
+  // their per-sequence state (the sampler) here.
   virtual Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) = 0;
 
   // The sequence left the engine (finished, stopped, cancelled, failed): free its state. May name

@@ -25,13 +25,26 @@ int64_t Scheduler::num_blocks_for(int64_t num_tokens) const {
   return (num_tokens + config_.block_size - 1) / config_.block_size;
 }
 
-bool Scheduler::fits_empty_batch(const EngineRequest& request) const {
+Status check_fits_empty_batch(const EngineConfig& config, const EngineRequest& request) {
   const auto prompt_len = static_cast<int64_t>(request.prompt_ids.size());
-  // The last generated token is never computed, so its position needs no slot.
-  return prompt_len >= 1 && request.max_new_tokens >= 1 &&
-         prompt_len + request.max_new_tokens <= config_.max_batch_total_tokens &&
-         num_blocks_for(prompt_len + request.max_new_tokens - 1) <=
-             block_manager_.num_usable_blocks();
+  if (prompt_len == 0) return Error{"the prompt is empty"};
+  if (request.max_new_tokens < 1) return Error{"max_new_tokens must be at least 1"};
+  const std::string asked = "the prompt (" + std::to_string(prompt_len) +
+                            " tokens) plus max_new_tokens (" +
+                            std::to_string(request.max_new_tokens) + ")";
+  if (prompt_len + request.max_new_tokens > config.max_batch_total_tokens) {
+    return Error{asked + " exceeds max_batch_total_tokens (" +
+                 std::to_string(config.max_batch_total_tokens) + ")"};
+  }
+  // The last generated token is never computed, so its position needs no KV slot.
+  const int64_t num_blocks_needed =
+      (prompt_len + request.max_new_tokens - 1 + config.block_size - 1) / config.block_size;
+  const int64_t num_usable_blocks = kv_num_blocks(config) - 1;  // block 0 is reserved
+  if (num_blocks_needed > num_usable_blocks) {
+    return Error{asked + " needs " + std::to_string(num_blocks_needed) +
+                 " KV cache blocks but the cache has " + std::to_string(num_usable_blocks)};
+  }
+  return {};
 }
 
 int64_t Scheduler::add(EngineRequest request, std::shared_ptr<TokenSink> sink) {

@@ -36,16 +36,21 @@ struct StepOutput {
   std::vector<int64_t> finished_seq_ids;  // already removed; their executor state can go
 };
 
+// A non-empty prompt and max_new_tokens within max_batch_total_tokens whose K/V fits the whole
+// cache, so it can always run once it is the oldest sequence; else which rule it breaks. Reads
+// only `config`, so any thread may ask (Engine::submit does, before queueing).
+Status check_fits_empty_batch(const EngineConfig& config, const EngineRequest& request);
+
 class Scheduler {
  public:
   explicit Scheduler(EngineConfig config);
 
   // Appends a request to the FIFO queue; returns its sequence id (increasing from 0). The request
-  // must fit an empty batch (Engine::submit checks it with fits_empty_batch).
+  // must fit an empty batch (Engine::submit checks it with check_fits_empty_batch).
   int64_t add(EngineRequest request, std::shared_ptr<TokenSink> sink);
-  // A non-empty prompt and max_new_tokens within max_batch_total_tokens whose K/V fits the whole
-  // cache, so it can always run once it is the oldest sequence.
-  bool fits_empty_batch(const EngineRequest& request) const;
+  bool fits_empty_batch(const EngineRequest& request) const {
+    return check_fits_empty_batch(config_, request).ok();
+  }
 
   // Running sequences first, in admission order: each prefilling one takes the next chunk of its
   // prompt the prefill budget allows, each decoding one its single new token, growing its block

@@ -16,8 +16,6 @@ namespace lm {
 struct PagedKvView {
   std::vector<Tensor> k;
   std::vector<Tensor> v;
-  int64_t num_blocks() const { return k.empty() ? 0 : k[0].dim(0); }
-  int64_t block_size() const { return k.empty() ? 0 : k[0].dim(1); }
 };
 
 struct BatchInput {
