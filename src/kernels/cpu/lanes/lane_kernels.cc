@@ -1,0 +1,65 @@
+// The one registration of the ops written once against the lane policies: each instantiated with
+// this ISA's policies into its kernel table. Built once per vector ISA with that ISA's flags and
+// LM_LANE_ISA naming it (kernels/cpu/CMakeLists.txt), so a new op is one line here and a new ISA
+// one line there (plus its policy in lane_math.h and its declaration in lane_kernels.h).
+// NOTE: everything instantiated here must have internal linkage (lane_math.h says why).
+#include "kernels/cpu/lanes/lane_kernels.h"
+
+#ifndef LM_LANE_ISA
+#error "built only through lm_lane_kernels() in kernels/cpu/CMakeLists.txt"
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from themselves (GCC PR
+// 105593), which -Wuninitialized reports at every use; the warning is about the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "kernels/cpu/attention_rows.h"
+#include "kernels/cpu/lane_math.h"
+#include "kernels/cpu/lanes/gemm_panel.h"
+#include "kernels/cpu/lanes/gemm_tile.h"
+#include "kernels/cpu/lanes/silu_mul.h"
+#include "kernels/cpu/lanes/sum_exp.h"
+#include "kernels/cpu/lanes/vector_f32.h"
+
+namespace lm::kernels::LM_LANE_ISA {
+namespace {
+
+// Wide: for the compute-bound kernels, this ISA's widest lanes. Stream: for kernels bound by
+// memory, where 16 lanes gain nothing; they keep 8 lanes, so AVX-512 gives AVX2's bits.
+template <typename Wide, typename Stream>
+void add(IsaKernels& kernels) {
+  kernels.dot_f32 = lanes::dot_f32<Stream>;
+  kernels.axpy_f32 = lanes::axpy_f32<Stream>;
+  kernels.scale_f32 = lanes::scale_f32<Stream>;
+  kernels.gemm_tile = lanes::gemm_tile<Wide>;
+  if constexpr (lanes::PanelLanes<Wide>) kernels.gemm_panel = lanes::gemm_panel<Wide>;
+  kernels.silu_mul = lanes::silu_mul<Wide>;
+  kernels.sum_exp = lanes::sum_exp<Wide>;
+  kernels.attend_rows = attention_rows::attend_any<Wide>;
+}
+
+}  // namespace
+
+void add_lane_kernels(IsaKernels& kernels) {
+#if defined(__AVX512F__)
+  add<lanes::Zmm, lanes::Ymm>(kernels);
+#else
+  add<lanes::Ymm, lanes::Ymm>(kernels);
+#endif
+}
+
+}  // namespace lm::kernels::LM_LANE_ISA
+
+#pragma GCC diagnostic pop
+
+#else  // No vector flags in this build (not x86): isa_supported() keeps these tables unused.
+
+namespace lm::kernels::LM_LANE_ISA {
+void add_lane_kernels(IsaKernels&) {}
+}  // namespace lm::kernels::LM_LANE_ISA
+
+#endif
