@@ -90,7 +90,7 @@ const IsaKernels& isa_kernels(Isa isa);
 // The scalar reference table, and what each vector ISA adds to the table of the ISA below it
 // (isa.cc assembles them; the ops written once against the lane policies are lanes/lane_kernels.h).
 const IsaKernels& scalar_kernels();
-// AVX2's row formats, int8 dots and split decode attention.
+// AVX2's row formats and int8 dots.
 void add_avx2_kernels(IsaKernels& kernels);
 // The VNNI (vpdpbusd) int8 dots, tiles and interleaved GEMM.
 void add_avx512_vnni_kernels(IsaKernels& kernels);

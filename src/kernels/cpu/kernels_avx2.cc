@@ -1,6 +1,6 @@
 // AVX2's own inner loops (built with -mavx2 -mfma -mf16c; used only after cpuid says so): the row
-// formats (dequantize, fp32 dot), the int8 entries and the split decode attention. The ops written
-// once against the lane policies come from lanes/ (isa.cc adds both to the AVX2 table).
+// formats (dequantize, fp32 dot) and the int8 entries. The ops written once against the lane
+// policies come from lanes/ (isa.cc adds both to the AVX2 table).
 // NOTE: this file must not instantiate inline functions or templates with external linkage
 // (std::, base/fp16.h): the linker could keep the AVX2 copy for the whole program and crash
 // older CPUs. Everything here has internal linkage or is an intrinsic.
@@ -16,7 +16,6 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/cpu/attention_rows.h"
 #include "kernels/cpu/avx2_block_unpack.h"
 #include "kernels/cpu/lanes/vector_f32.h"
 #include "kernels/cpu/row_format.h"
@@ -224,20 +223,6 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
   return 0.0f;
 }
 
-void attend_scores(const float* const* q_rows, const int64_t* num_positions, int64_t num_rows,
-                   const float* k, const int64_t* offsets, int64_t head_dim, float scale,
-                   int64_t p_begin, int64_t p_end, float* scores, int64_t stride) {
-  attention_rows::scores_any(q_rows, num_positions, num_rows, k, offsets, head_dim, scale, p_begin,
-                             p_end, scores, stride);
-}
-
-void attend_values(const float* scores, int64_t stride, const int64_t* num_positions,
-                   int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
-                   int64_t d_begin, int64_t d_end, float* const* out_rows, float* scratch) {
-  attention_rows::values_any(scores, stride, num_positions, num_rows, v, offsets, head_dim, d_begin,
-                             d_end, out_rows, scratch);
-}
-
 }  // namespace
 
 void add_avx2_kernels(IsaKernels& kernels) {
@@ -246,8 +231,6 @@ void add_avx2_kernels(IsaKernels& kernels) {
   kernels.quantize_row_q8_act = quantize_row_q8_act_avx2;
   kernels.dot_row_q8 = dot_row_q8_avx2;
   kernels.dot_rows_q8 = dot_rows_q8_avx2;
-  kernels.attend_scores = attend_scores;
-  kernels.attend_values = attend_values;
 }
 
 }  // namespace lm::kernels

@@ -40,6 +40,12 @@ void add(IsaKernels& kernels) {
   kernels.silu_mul = lanes::silu_mul<Wide>;
   kernels.sum_exp = lanes::sum_exp<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
+  // The split decode attention puts positions in 8 lanes (attention_rows.h), so it comes once,
+  // with the 8-lane table; the wider tables inherit it.
+  if constexpr (Wide::kLanes == 8) {
+    kernels.attend_scores = attention_rows::scores_any;
+    kernels.attend_values = attention_rows::values_any;
+  }
 }
 
 }  // namespace
