@@ -72,8 +72,8 @@ const IsaKernels& avx2_kernels() {
   return kKernels;
 }
 
-// AVX-512F: the lane ops on 16 lanes where they are compute-bound (GEMM tile and panels,
-// attention rows, the exps); the streaming kernels keep AVX2's.
+// AVX-512F: the compute-bound lane ops on 16 lanes (GEMM tile and panel, attention rows, the
+// exps); the memory-bound ones and everything else stay AVX2's.
 const IsaKernels& avx512_kernels() {
   static const IsaKernels kKernels = [] {
     IsaKernels kernels = avx2_kernels();

@@ -28,21 +28,20 @@
 namespace lm::kernels::LM_LANE_ISA {
 namespace {
 
-// Wide: for the compute-bound kernels, this ISA's widest lanes. Stream: for kernels bound by
-// memory, where 16 lanes gain nothing; they keep 8 lanes, so AVX-512 gives AVX2's bits.
-template <typename Wide, typename Stream>
+// Wide: this ISA's widest lanes. The memory-bound ops (fp32 dot, axpy, scale) gain nothing from
+// 16 lanes and the split decode attention puts positions in 8 lanes (attention_rows.h): those
+// come once, with the 8-lane table, and the wider tables inherit them (so the same code and bits).
+template <typename Wide>
 void add(IsaKernels& kernels) {
-  kernels.dot_f32 = lanes::dot_f32<Stream>;
-  kernels.axpy_f32 = lanes::axpy_f32<Stream>;
-  kernels.scale_f32 = lanes::scale_f32<Stream>;
   kernels.gemm_tile = lanes::gemm_tile<Wide>;
   if constexpr (lanes::PanelLanes<Wide>) kernels.gemm_panel = lanes::gemm_panel<Wide>;
   kernels.silu_mul = lanes::silu_mul<Wide>;
   kernels.sum_exp = lanes::sum_exp<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
-  // The split decode attention puts positions in 8 lanes (attention_rows.h), so it comes once,
-  // with the 8-lane table; the wider tables inherit it.
   if constexpr (Wide::kLanes == 8) {
+    kernels.dot_f32 = lanes::dot_f32<Wide>;
+    kernels.axpy_f32 = lanes::axpy_f32<Wide>;
+    kernels.scale_f32 = lanes::scale_f32<Wide>;
     kernels.attend_scores = attention_rows::scores_any;
     kernels.attend_values = attention_rows::values_any;
   }
@@ -52,9 +51,9 @@ void add(IsaKernels& kernels) {
 
 void add_lane_kernels(IsaKernels& kernels) {
 #if defined(__AVX512F__)
-  add<lanes::Zmm, lanes::Ymm>(kernels);
+  add<lanes::Zmm>(kernels);
 #else
-  add<lanes::Ymm, lanes::Ymm>(kernels);
+  add<lanes::Ymm>(kernels);
 #endif
 }
 
