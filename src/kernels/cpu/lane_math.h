@@ -148,6 +148,14 @@ struct Zmm {
 };
 #endif
 
+// The widest policy this file's build enables: the lane width a per-ISA build of lanes/ uses for
+// its compute-bound ops.
+#if defined(__AVX512F__)
+using Widest = Zmm;
+#elif defined(__AVX2__) && defined(__FMA__)
+using Widest = Ymm;
+#endif
+
 // exp(x) for x <= 0 (scores minus their running max): x = n ln2 + r with |r| <= ln2 / 2, a
 // degree-6 Taylor polynomial for e^r (relative error < 2e-7), times 2^n built in the exponent
 // bits. x is clamped at -87 so 2^n stays a normal number: e^-87 ~ 1.6e-38 stands in for anything

@@ -1,7 +1,8 @@
 // The one registration of the ops written once against the lane policies: each instantiated with
 // this ISA's policies into its kernel table. Built once per vector ISA with that ISA's flags and
 // LM_LANE_ISA naming it (kernels/cpu/CMakeLists.txt), so a new op is one line here and a new ISA
-// one line there (plus its policy in lane_math.h and its declaration in lane_kernels.h).
+// one line there (plus its policy, and its place in lanes::Widest, in lane_math.h and its
+// declaration in lane_kernels.h).
 // NOTE: everything instantiated here must have internal linkage (lane_math.h says why).
 #include "kernels/cpu/lanes/lane_kernels.h"
 
@@ -49,13 +50,7 @@ void add(IsaKernels& kernels) {
 
 }  // namespace
 
-void add_lane_kernels(IsaKernels& kernels) {
-#if defined(__AVX512F__)
-  add<lanes::Zmm>(kernels);
-#else
-  add<lanes::Ymm>(kernels);
-#endif
-}
+void add_lane_kernels(IsaKernels& kernels) { add<lanes::Widest>(kernels); }
 
 }  // namespace lm::kernels::LM_LANE_ISA
 
