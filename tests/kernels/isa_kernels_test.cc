@@ -25,6 +25,33 @@ TEST(Isa, BestIsSupportedAndScalarAlwaysIs) {
   }
 }
 
+// Each vector table starts as a copy of the one below it (isa.cc), so an op its ISA forgot to
+// register would quietly run the reference: every entry of the scalar table must be replaced.
+TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
+  const IsaKernels& reference = isa_kernels(Isa::kScalar);
+  for (Isa isa : supported_isas()) {
+    if (isa == Isa::kScalar) continue;
+    SCOPED_TRACE(isa_name(isa));
+    const IsaKernels& kernels = isa_kernels(isa);
+    EXPECT_NE(kernels.dot_f32, reference.dot_f32);
+    EXPECT_NE(kernels.axpy_f32, reference.axpy_f32);
+    EXPECT_NE(kernels.scale_f32, reference.scale_f32);
+    EXPECT_NE(kernels.dequantize_row, reference.dequantize_row);
+    EXPECT_NE(kernels.dot_row, reference.dot_row);
+    EXPECT_NE(kernels.gemm_tile, reference.gemm_tile);
+    EXPECT_NE(kernels.silu_mul, reference.silu_mul);
+    EXPECT_NE(kernels.sum_exp, reference.sum_exp);
+    EXPECT_NE(kernels.quantize_row_q8_act, reference.quantize_row_q8_act);
+    EXPECT_NE(kernels.dot_row_q8, reference.dot_row_q8);
+    EXPECT_NE(kernels.dot_rows_q8, reference.dot_rows_q8);
+    EXPECT_NE(kernels.attend_rows, reference.attend_rows);
+    EXPECT_NE(kernels.attend_scores, nullptr);
+    EXPECT_NE(kernels.attend_values, nullptr);
+    // The panel GEMM comes with 16-lane registers (kPanelWidth).
+    EXPECT_EQ(kernels.gemm_panel != nullptr, isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni);
+  }
+}
+
 TEST(IsaKernels, DotAxpyScaleMatchReference) {
   for (Isa isa : supported_isas()) {
     const IsaKernels& kernels = isa_kernels(isa);

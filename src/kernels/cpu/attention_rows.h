@@ -11,8 +11,9 @@
 // lanes (attend_keys_in_lanes): the same operations per (row, position) in the same order, so
 // the same bits again. Rows may see different numbers of positions (causal prefill):
 // positions past a row's own are masked out of its max, weights and sums.
-// The template is instantiated only in the per-ISA kernel files with a lane_math.h policy;
-// it is `static` for the reason kernels_avx2.cc gives.
+// The template is instantiated with a lane_math.h policy only in files built for one ISA
+// (lanes/lane_kernels.cc, kernels_avx2.cc, kernels_scalar.cc); it is `static` for the reason
+// kernels_avx2.cc gives.
 #pragma once
 
 #include <algorithm>

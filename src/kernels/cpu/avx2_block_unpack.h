@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/lane_math.h"
+
 namespace lm::kernels::avx2 {
 
 // An fp16 field of a block (unaligned: blocks are 18-34 bytes).
@@ -19,12 +21,8 @@ static inline float load_f16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-static inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// The sum of 8 lanes: the lane policy's, so the row kernels and the lane ops reduce alike.
+static inline float hsum(__m256 v) { return lanes::Ymm::hsum(v); }
 
 // 16 bytes of nibbles as 32 bytes: low nibbles (elements 0-15) then high nibbles (16-31).
 static inline __m256i nibbles_to_bytes(const uint8_t* qs) {

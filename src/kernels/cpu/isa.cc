@@ -1,7 +1,9 @@
-// Run-time ISA detection (cpuid via the compiler builtins) and the per-ISA kernel tables.
+// Run-time ISA detection (cpuid via the compiler builtins) and the assembly of the per-ISA kernel
+// tables.
 #include "kernels/cpu/isa.h"
 
 #include "base/check.h"
+#include "kernels/cpu/lanes/lane_kernels.h"
 
 namespace lm::kernels {
 
@@ -55,6 +57,42 @@ const char* isa_name(Isa isa) {
   }
   return "?";
 }
+
+namespace {
+
+// Each vector table starts from the one below it (AVX2's from the scalar reference) and is built
+// once, on first use.
+const IsaKernels& avx2_kernels() {
+  static const IsaKernels kKernels = [] {
+    IsaKernels kernels = scalar_kernels();
+    add_avx2_kernels(kernels);
+    avx2::add_lane_kernels(kernels);
+    return kernels;
+  }();
+  return kKernels;
+}
+
+// AVX-512F: the compute-bound lane ops on 16 lanes (GEMM tile and panel, attention rows, the
+// exps); the memory-bound ones and everything else stay AVX2's.
+const IsaKernels& avx512_kernels() {
+  static const IsaKernels kKernels = [] {
+    IsaKernels kernels = avx2_kernels();
+    avx512::add_lane_kernels(kernels);
+    return kernels;
+  }();
+  return kKernels;
+}
+
+const IsaKernels& avx512_vnni_kernels() {
+  static const IsaKernels kKernels = [] {
+    IsaKernels kernels = avx512_kernels();
+    add_avx512_vnni_kernels(kernels);
+    return kernels;
+  }();
+  return kKernels;
+}
+
+}  // namespace
 
 const IsaKernels& isa_kernels(Isa isa) {
   LM_CHECK_MSG(isa_supported(isa), "ISA not supported by this CPU");

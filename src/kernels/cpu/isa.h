@@ -87,12 +87,12 @@ struct IsaKernels {
 // LM_CHECKs that the ISA is supported.
 const IsaKernels& isa_kernels(Isa isa);
 
-// Defined in the per-ISA files.
+// The scalar reference table, and what each vector ISA adds to the table of the ISA below it
+// (isa.cc assembles them; the ops written once against the lane policies are lanes/lane_kernels.h).
 const IsaKernels& scalar_kernels();
-const IsaKernels& avx2_kernels();
-// The AVX2 table with an AVX-512F GEMM tile.
-const IsaKernels& avx512_kernels();
-// The AVX-512 table with VNNI (vpdpbusd) int8 dots.
-const IsaKernels& avx512_vnni_kernels();
+// AVX2's row formats and int8 dots.
+void add_avx2_kernels(IsaKernels& kernels);
+// The VNNI (vpdpbusd) int8 dots, tiles and interleaved GEMM.
+void add_avx512_vnni_kernels(IsaKernels& kernels);
 
 }  // namespace lm::kernels

@@ -1,4 +1,6 @@
-// AVX2 + FMA + F16C inner loops (built with -mavx2 -mfma -mf16c; used only after cpuid says so).
+// AVX2's own inner loops (built with -mavx2 -mfma -mf16c; used only after cpuid says so): the row
+// formats (dequantize, fp32 dot) and the int8 entries. The ops written once against the lane
+// policies come from lanes/ (isa.cc adds both to the AVX2 table).
 // NOTE: this file must not instantiate inline functions or templates with external linkage
 // (std::, base/fp16.h): the linker could keep the AVX2 copy for the whole program and crash
 // older CPUs. Everything here has internal linkage or is an intrinsic.
@@ -14,8 +16,8 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/cpu/attention_rows.h"
 #include "kernels/cpu/avx2_block_unpack.h"
+#include "kernels/cpu/lanes/vector_f32.h"
 #include "kernels/cpu/row_format.h"
 
 namespace lm::kernels {
@@ -38,42 +40,6 @@ __m256 load_f16x8(const uint16_t* p) {
 __m256 load_bf16x8(const uint16_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-float dot_f32(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps();
-  __m256 acc3 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
-  }
-  for (; i + 8 <= n; i += 8) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  }
-  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-void axpy_f32(float a, const float* x, float* y, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-
-void scale_f32(float a, float* y, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] *= a;
 }
 
 // The 32 quantized values of a block as four vectors of 8 floats (elements 0-7, ..., 24-31),
@@ -218,7 +184,7 @@ float dot_blocks(const uint8_t* row, const float* x, int64_t num_blocks) {
 float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
   switch (format) {
     case RowFormat::kF32:
-      return dot_f32(static_cast<const float*>(row), x, k);
+      return lanes::dot_f32<lanes::Ymm>(static_cast<const float*>(row), x, k);
     case RowFormat::kF16:
     case RowFormat::kBF16: {
       const auto* h = static_cast<const uint16_t*>(row);
@@ -257,94 +223,14 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
   return 0.0f;
 }
 
-// MR x-rows by NR w-rows register tile: 8 lanes of k per step, NR * MR accumulators.
-template <int MR, int NR>
-void gemm_micro(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t k, float* y,
-                int64_t ldy) {
-  __m256 acc[MR][NR];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
-  }
-  int64_t p = 0;
-  for (; p + 8 <= k; p += 8) {
-    __m256 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm256_loadu_ps(w + j * ldw + p);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m256 xv = _mm256_loadu_ps(x + i * ldx + p);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NR; ++j) {
-      float sum = hsum(acc[i][j]);
-      for (int64_t t = p; t < k; ++t) sum += x[i * ldx + t] * w[j * ldw + t];
-      y[i * ldy + j] = sum;
-    }
-  }
-}
-
-void gemm_tile(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
-               int64_t k, float* y, int64_t ldy) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-      gemm_micro<4, 2>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
-    }
-    if (j < n) gemm_micro<4, 1>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
-  }
-  for (; i < m; ++i) {
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-      gemm_micro<1, 2>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
-    }
-    if (j < n) gemm_micro<1, 1>(x + i * ldx, ldx, w + j * ldw, ldw, k, y + i * ldy + j, ldy);
-  }
-}
-
-void attend_rows(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
-                 int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
-                 int64_t head_dim, float scale, float* scratch) {
-  attention_rows::attend_any<lanes::Ymm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets,
-                                         head_dim, scale, scratch);
-}
-
-void attend_scores(const float* const* q_rows, const int64_t* num_positions, int64_t num_rows,
-                   const float* k, const int64_t* offsets, int64_t head_dim, float scale,
-                   int64_t p_begin, int64_t p_end, float* scores, int64_t stride) {
-  attention_rows::scores_any(q_rows, num_positions, num_rows, k, offsets, head_dim, scale, p_begin,
-                             p_end, scores, stride);
-}
-
-void attend_values(const float* scores, int64_t stride, const int64_t* num_positions,
-                   int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
-                   int64_t d_begin, int64_t d_end, float* const* out_rows, float* scratch) {
-  attention_rows::values_any(scores, stride, num_positions, num_rows, v, offsets, head_dim, d_begin,
-                             d_end, out_rows, scratch);
-}
-
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  lanes::silu_mul<lanes::Ymm>(gate, up, out, n);
-}
-
-double sum_exp(const float* x, int64_t n, float shift) {
-  return lanes::sum_exp<lanes::Ymm>(x, n, shift);
-}
-
 }  // namespace
 
-const IsaKernels& avx2_kernels() {
-  static constexpr IsaKernels kKernels{
-      dot_f32,         axpy_f32,         scale_f32,    dequantize_row, dot_row,
-      gemm_tile,       nullptr,          silu_mul,     sum_exp,        quantize_row_q8_act_avx2,
-      dot_row_q8_avx2, dot_rows_q8_avx2, nullptr,      nullptr,        nullptr,
-      attend_rows,     attend_scores,    attend_values};
-  return kKernels;
+void add_avx2_kernels(IsaKernels& kernels) {
+  kernels.dequantize_row = dequantize_row;
+  kernels.dot_row = dot_row;
+  kernels.quantize_row_q8_act = quantize_row_q8_act_avx2;
+  kernels.dot_row_q8 = dot_row_q8_avx2;
+  kernels.dot_rows_q8 = dot_rows_q8_avx2;
 }
 
 }  // namespace lm::kernels
@@ -352,7 +238,7 @@ const IsaKernels& avx2_kernels() {
 #else  // No AVX2 in this build: isa_supported(kAvx2) is false on such targets, so never used.
 
 namespace lm::kernels {
-const IsaKernels& avx2_kernels() { return scalar_kernels(); }
+void add_avx2_kernels(IsaKernels&) {}
 }  // namespace lm::kernels
 
 #endif

@@ -1,7 +1,7 @@
 // AVX-512 VNNI int8 dots (built with -mavx512f/bw/vl/vnni; used only after cpuid says so): the
 // AVX2 int8 kernels with maddubs + madd (two instructions, an int16 intermediate) replaced by one
 // vpdpbusd (u8 x s8 summed straight into int32 lanes), on 256-bit registers so each GGML block of
-// 32 is one instruction. Everything else comes from the AVX-512 table.
+// 32 is one instruction. Everything else comes from the AVX-512 table (isa.cc).
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_dot.h"
@@ -55,19 +55,14 @@ float dot_row_q8_vnni(RowFormat format, const void* row, const BlockQ8Act* xq, i
 
 }  // namespace
 
-const IsaKernels& avx512_vnni_kernels() {
-  static const IsaKernels kKernels = [] {
-    IsaKernels kernels = avx512_kernels();
-    kernels.dot_row_q8 = dot_row_q8_vnni;
-    kernels.dot_rows_q8 = dot_rows_q8_vnni;
-    kernels.int8_tile_row_bytes = int8_tile_row_bytes_vnni;
-    kernels.int8_tile_prepare = int8_tile_prepare_vnni;
-    kernels.int8_tile_gemm = int8_tile_gemm_vnni;
-    kernels.int8_interleaved_prepare = int8_interleaved_prepare_vnni;
-    kernels.int8_interleaved_gemm = int8_interleaved_gemm_vnni;
-    return kernels;
-  }();
-  return kKernels;
+void add_avx512_vnni_kernels(IsaKernels& kernels) {
+  kernels.dot_row_q8 = dot_row_q8_vnni;
+  kernels.dot_rows_q8 = dot_rows_q8_vnni;
+  kernels.int8_tile_row_bytes = int8_tile_row_bytes_vnni;
+  kernels.int8_tile_prepare = int8_tile_prepare_vnni;
+  kernels.int8_tile_gemm = int8_tile_gemm_vnni;
+  kernels.int8_interleaved_prepare = int8_interleaved_prepare_vnni;
+  kernels.int8_interleaved_gemm = int8_interleaved_gemm_vnni;
 }
 
 }  // namespace lm::kernels
@@ -75,7 +70,7 @@ const IsaKernels& avx512_vnni_kernels() {
 #else  // No VNNI in this build: isa_supported(kAvx512Vnni) is false on such targets, never used.
 
 namespace lm::kernels {
-const IsaKernels& avx512_vnni_kernels() { return avx512_kernels(); }
+void add_avx512_vnni_kernels(IsaKernels&) {}
 }  // namespace lm::kernels
 
 #endif

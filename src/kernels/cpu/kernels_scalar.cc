@@ -224,14 +224,22 @@ double sum_exp(const float* x, int64_t n, float shift) {
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static constexpr IsaKernels kKernels{dot_f32,           axpy_f32,
-                                       scale_f32,         dequantize_row,
-                                       dot_row,           gemm_tile,
-                                       nullptr,           silu_mul,
-                                       sum_exp,           quantize_row_q8_act_scalar,
-                                       dot_row_q8_scalar, dot_rows_q8_scalar,
-                                       nullptr,           nullptr,
-                                       nullptr,           attend_rows};
+  static constexpr IsaKernels kKernels{.dot_f32 = dot_f32,
+                                       .axpy_f32 = axpy_f32,
+                                       .scale_f32 = scale_f32,
+                                       .dequantize_row = dequantize_row,
+                                       .dot_row = dot_row,
+                                       .gemm_tile = gemm_tile,
+                                       .gemm_panel = nullptr,
+                                       .silu_mul = silu_mul,
+                                       .sum_exp = sum_exp,
+                                       .quantize_row_q8_act = quantize_row_q8_act_scalar,
+                                       .dot_row_q8 = dot_row_q8_scalar,
+                                       .dot_rows_q8 = dot_rows_q8_scalar,
+                                       .int8_tile_row_bytes = nullptr,
+                                       .int8_tile_prepare = nullptr,
+                                       .int8_tile_gemm = nullptr,
+                                       .attend_rows = attend_rows};
   return kKernels;
 }
 

@@ -1,9 +1,9 @@
-// Vector "lane" policies for kernels written once and instantiated per ISA (attention_rows.h,
-// the SiLU kernels): the same operations on 1 (plain C++), 4, 8 or 16 fp32 lanes, so a value
+// Vector "lane" policies for kernels written once and instantiated per ISA (lanes/,
+// attention_rows.h): the same operations on 1 (plain C++), 4, 8 or 16 fp32 lanes, so a value
 // computed in one lane is the same bits whichever width runs it; and exp for x <= 0 built from
-// them. Each policy exists only where its instructions are enabled, and everything is in an
-// unnamed namespace: each per-ISA file must get its own copy of these inline functions (an
-// external-linkage copy compiled with AVX-512 could otherwise serve the AVX2 table).
+// them. Each policy exists only where its instructions are enabled, and everything is in an unnamed
+// namespace: each per-ISA file must get its own copy of these inline functions (an external-linkage
+// copy compiled with AVX-512 could otherwise serve the AVX2 table).
 #pragma once
 
 #include <cmath>
@@ -44,6 +44,7 @@ struct Xmm {
   using Reg = __m128;
   using Mask = __m128;
   static constexpr int kLanes = 4;
+  static constexpr int kRegisters = 16;  // vector registers without AVX-512
   static Reg zero() { return _mm_setzero_ps(); }
   static Reg set1(float x) { return _mm_set1_ps(x); }
   static Reg load(const float* p) { return _mm_loadu_ps(p); }
@@ -71,6 +72,7 @@ struct Ymm {
   using Reg = __m256;
   using Mask = __m256;
   static constexpr int kLanes = 8;
+  static constexpr int kRegisters = 16;
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg set1(float x) { return _mm256_set1_ps(x); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
@@ -91,6 +93,13 @@ struct Ymm {
   }
   static Mask less(Reg a, Reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static Reg select(Mask m, Reg a, Reg b) { return _mm256_blendv_ps(b, a, m); }
+  // The sum of the 8 lanes: halves, then pairs, then the last two.
+  static float hsum(Reg v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
 };
 #endif
 
@@ -100,6 +109,7 @@ struct Zmm {
   using Reg = __m512;
   using Mask = __mmask16;
   static constexpr int kLanes = 16;
+  static constexpr int kRegisters = 32;
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg set1(float x) { return _mm512_set1_ps(x); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
@@ -120,7 +130,30 @@ struct Zmm {
   }
   static Mask less(Reg a, Reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static Reg select(Mask m, Reg a, Reg b) { return _mm512_mask_blend_ps(m, b, a); }
+  // Masked loads and stores (only this width has them): lanes [0, n), n <= 16; a load gives 0
+  // in the other lanes, a store leaves their memory alone.
+  static Mask first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static Reg load_masked(Mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store_masked(float* p, Mask m, Reg x) { _mm512_mask_storeu_ps(p, m, x); }
+  // The sum of the 16 lanes: halves, then as Ymm::hsum.
+  static float hsum(Reg v) {
+    const __m256 lo = _mm512_castps512_ps256(v);
+    const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+    return _mm_cvtss_f32(s4);
+  }
 };
+#endif
+
+// The widest policy this file's build enables: the lane width a per-ISA build of lanes/ uses for
+// its compute-bound ops.
+#if defined(__AVX512F__)
+using Widest = Zmm;
+#elif defined(__AVX2__) && defined(__FMA__)
+using Widest = Ymm;
 #endif
 
 // exp(x) for x <= 0 (scores minus their running max): x = n ln2 + r with |r| <= ln2 / 2, a
@@ -141,51 +174,6 @@ inline typename V::Reg exp_nonpositive(typename V::Reg x) {
   p = V::fmadd(p, r, V::set1(1.0f));
   p = V::fmadd(p, r, V::set1(1.0f));
   return V::mul(p, V::pow2(n));
-}
-
-// out[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) with sigmoid from e = exp(-|x|)
-// (1 / (1 + e) for x >= 0, e / (1 + e) below), so nothing overflows. The tail runs the same
-// operations one lane at a time. out may alias gate or up.
-template <typename V>
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  const auto one_step = [](auto tag, const float* g_in, const float* u_in, float* o) {
-    using P = decltype(tag);
-    const auto g = P::load(g_in);
-    const auto minus_abs = P::sub(P::zero(), P::max(g, P::sub(P::zero(), g)));
-    const auto e = exp_nonpositive<P>(minus_abs);
-    const auto sigmoid =
-        P::div(P::select(P::less(g, P::zero()), e, P::set1(1.0f)), P::add(P::set1(1.0f), e));
-    P::store(o, P::mul(P::mul(g, sigmoid), P::load(u_in)));
-  };
-  int64_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) one_step(V{}, gate + i, up + i, out + i);
-  for (; i < n; ++i) one_step(Scalar{}, gate + i, up + i, out + i);
-}
-
-// sum over i < n of exp(x[i] - shift), every x[i] <= shift (shift: their max, a softmax's
-// normaliser): the exps from exp_nonpositive, a term below e^-87 (a -inf score's) counted as 0;
-// added in float lanes over stretches of 256 values, and each stretch's lanes into a double. The
-// tail runs the same operations one lane at a time.
-template <typename V>
-double sum_exp(const float* x, int64_t n, float shift) {
-  constexpr int64_t kStretch = 256;
-  static_assert(kStretch % V::kLanes == 0);
-  const auto term = [shift](auto tag, const float* p) {
-    using P = decltype(tag);
-    const auto d = P::sub(P::load(p), P::set1(shift));
-    return P::select(P::less(d, P::set1(-87.0f)), P::zero(), exp_nonpositive<P>(d));
-  };
-  double total = 0.0;
-  int64_t i = 0;
-  for (; i + kStretch <= n; i += kStretch) {
-    auto acc = V::zero();
-    for (int64_t j = 0; j < kStretch; j += V::kLanes) acc = V::add(acc, term(V{}, x + i + j));
-    float lanes[V::kLanes];
-    V::store(lanes, acc);
-    for (const float lane : lanes) total += lane;
-  }
-  for (; i < n; ++i) total += term(Scalar{}, x + i);
-  return total;
 }
 
 }  // namespace

@@ -74,9 +74,13 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
           for (int64_t r = 0; r < nt; ++r)
             kernels.dequantize_row(format, w_bytes + (n0 + r) * w_row_bytes, rows.data() + r * k,
                                    k);
+          // Rows past nt are zeros, so each panel step is a plain gather of kPanelWidth values,
+          // unrolled: a straight run of loads and stores with no inner loop or branch.
+          std::fill(rows.begin() + nt * k, rows.end(), 0.0f);
           for (int64_t p = 0; p < k; ++p) {
             float* column = panel.data() + p * kPanelWidth;
-            for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = r < nt ? rows[r * k + p] : 0.0f;
+#pragma GCC unroll 16
+            for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = rows[r * k + p];
           }
           kernels.gemm_panel(x, k, m, panel.data(), nt, k, y + n0, n);
         }
