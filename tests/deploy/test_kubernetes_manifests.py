@@ -343,6 +343,9 @@ def check_scaling(m):
     selectors = [("Service", get(s, "spec.selector")) for s in find(m, "Service")]
     selectors += [("PodDisruptionBudget", get(p, "spec.selector.matchLabels")) for p in find(m, "PodDisruptionBudget")]
     selectors += [("InferencePool", get(p, "spec.selector.matchLabels")) for p in find(m, "InferencePool")]
+    selectors += [("topologySpreadConstraints", get(t, "labelSelector.matchLabels"))
+                  for t in get(deployment(m), "spec.template.spec.topologySpreadConstraints") or []]
+    selectors += [("Deployment", get(deployment(m), "spec.selector.matchLabels"))]
     for kind, sel in selectors:
         if not sel or any(labels.get(k) != v for k, v in sel.items()):
             problems.append(f"{kind} selector {sel} does not select the pods {labels}")
