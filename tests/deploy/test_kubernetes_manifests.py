@@ -9,6 +9,8 @@ sources (route table, launcher flags, defaults), so a manifest that drifts from 
 (test_check_catches) to show it can fail.
 """
 import copy
+import functools
+import json
 import re
 from pathlib import Path
 
@@ -138,21 +140,31 @@ def quantity_cpu(q):
 
 # --- Checks: each returns a list of problems ---------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _schema_problem(doc_json, version):
+    """None, or what kubernetes-validate says; cached because loading the schemas is slow and the
+    broken copies in test_check_catches differ from the real manifests in one document only."""
+    doc = json.loads(doc_json)
+    try:
+        kv_utils.validate(doc, version, strict=True)
+    except kv_utils.ValidationError as e:
+        path = ".".join(str(p) for p in e.path)
+        return f"{doc['kind']} against {version}: {path}: {e.message}"
+    except kv_utils.SchemaNotFoundError:
+        return f"no schema for {doc['apiVersion']} {doc['kind']}: a typo, or a CRD not in CRD_KINDS"
+    return None
+
+
 def check_schemas(m):
     problems = []
     for fname, docs in m.items():
         for doc in docs:
-            key = (doc.get("apiVersion"), doc.get("kind"))
-            if key in CRD_KINDS:
+            if (doc.get("apiVersion"), doc.get("kind")) in CRD_KINDS:
                 continue
             for version in KUBE_VERSIONS:
-                try:
-                    kv_utils.validate(doc, version, strict=True)
-                except kv_utils.ValidationError as e:
-                    path = ".".join(str(p) for p in e.path)
-                    problems.append(f"{fname}: {key[1]} against {version}: {path}: {e.message}")
-                except kv_utils.SchemaNotFoundError:
-                    problems.append(f"{fname}: no schema for {key}: a typo, or a CRD not in CRD_KINDS")
+                problem = _schema_problem(json.dumps(doc, sort_keys=True), version)
+                if problem:
+                    problems.append(f"{fname}: {problem}")
     return problems
 
 
@@ -295,6 +307,20 @@ def check_env(m):
     return problems
 
 
+@functools.lru_cache(maxsize=None)
+def default_model_kv_bytes_per_token():
+    from gguf import GGUFReader  # slow (reads the tensor table too): once per session
+    fields = GGUFReader(str(DEFAULT_MODEL)).fields
+
+    def meta(key):
+        f = fields[key]
+        return int(f.parts[f.data[0]][0])
+
+    layers, kv_heads = meta("llama.block_count"), meta("llama.attention.head_count_kv")
+    head_dim = meta("llama.embedding_length") // meta("llama.attention.head_count")
+    return layers * 2 * kv_heads * head_dim * 4  # fp32 K and V, as KvPool::bytes_per_token
+
+
 def check_sizing(m):
     """The launcher's own start checks, and resources that fit the KV pool the settings ask for."""
     problems = []
@@ -317,16 +343,7 @@ def check_sizing(m):
     if "MODEL_ID" in cfg:
         problems.append("MODEL_ID is set: this check only knows the default model's sizes")
         return problems
-    from gguf import GGUFReader
-    fields = GGUFReader(str(DEFAULT_MODEL)).fields
-
-    def meta(key):
-        f = fields[key]
-        return int(f.parts[f.data[0]][0])
-
-    layers, kv_heads = meta("llama.block_count"), meta("llama.attention.head_count_kv")
-    head_dim = meta("llama.embedding_length") // meta("llama.attention.head_count")
-    kv_bytes = layers * 2 * kv_heads * head_dim * 4  # fp32 K and V, as KvPool::bytes_per_token
+    kv_bytes = default_model_kv_bytes_per_token()
     estimate = (DEFAULT_MODEL.stat().st_size / 2**20 + RUNTIME_MIB
                 + (batch * kv_bytes + prefill * PREFILL_BYTES_PER_TOKEN) / 2**20)
     memory = quantity_mib(res["requests"]["memory"])
