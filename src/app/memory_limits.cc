@@ -132,6 +132,7 @@ AvailableMemory available_memory(const MemoryProbePaths& paths) {
   } else if (out.mem_available) {
     out.bytes = *out.mem_available;
     out.source = "MemAvailable";
+    if (!out.cgroup) out.source += " (no cgroup memory limit)";
     if (out.cgroup)
       out.source += " (below the cgroup's headroom of " + gib(out.cgroup->headroom) + ")";
   } else {

@@ -71,7 +71,7 @@ TEST_F(MemoryLimits, CgroupV2MaxEverywhereFallsBackToMemAvailable) {
   const AvailableMemory m = available_memory(paths_);
   EXPECT_FALSE(m.cgroup.has_value());
   EXPECT_EQ(m.bytes, 4096 * kMiB);
-  EXPECT_EQ(m.source, "MemAvailable");
+  EXPECT_EQ(m.source, "MemAvailable (no cgroup memory limit)");
 }
 
 TEST_F(MemoryLimits, TheTightestAncestorWins) {
