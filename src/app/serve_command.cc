@@ -161,8 +161,9 @@ int run_server(const LauncherArgs& args) {
     return 0;
   }
 
+  ThreadPool pool(static_cast<int>(args.num_threads));
   log_info(dtype_log_line(plan));
-  if (*dtype) (*model)->convert_float_weights(**dtype);
+  if (*dtype) (*model)->convert_float_weights(**dtype, pool);
   (*model)->set_int8_activations(args.int8_activations);
   if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
     log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
@@ -171,7 +172,6 @@ int run_server(const LauncherArgs& args) {
     log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
   }
 
-  ThreadPool pool(static_cast<int>(args.num_threads));
   log_info("Warming up model");
   if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64));
       !s.ok()) {

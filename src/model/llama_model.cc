@@ -92,10 +92,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
   return model;
 }
 
-void LlamaModel::convert_float_weights(DType dtype) {
+void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are converted once, before they are prepared for the CPU");
-  lm::convert_float_weights(weights_, dtype, converted_weights_, [&](const Tensor& source) {
+  lm::convert_float_weights(weights_, dtype, converted_weights_, pool, [&](const Tensor& source) {
     if (gguf_ != nullptr)
       gguf_->drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
   });

@@ -36,8 +36,8 @@ class LlamaModel {
   const LlamaWeights& weights() const { return weights_; }
 
   // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
-  // must come before set_int8_activations.
-  void convert_float_weights(DType dtype);
+  // must come before set_int8_activations. The matrices are spread over `pool`.
+  void convert_float_weights(DType dtype, ThreadPool& pool);
   // fp32 workspace bytes forward_batch needs per token of a batch.
   static int64_t workspace_bytes_per_token(const ModelConfig& config);
 

@@ -66,25 +66,29 @@ WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DTyp
   return s;
 }
 
-void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena,
+void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,
                            const std::function<void(const Tensor& source)>& converted) {
   const bool tied = w.lm_head.data == w.embed_tokens.data;
   std::vector<Tensor*> todo;
+  std::vector<int64_t> offsets;  // of each converted matrix in the arena
   int64_t total = 0;
   for (Tensor* t : matrices(w)) {
     if (!changes(*t, dtype)) continue;
     todo.push_back(t);
+    offsets.push_back(total);
     total += aligned(converted_bytes(*t, dtype));
   }
   if (todo.empty()) return;
   arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
-  auto* dst = static_cast<uint8_t*>(arena.view().data);
-  for (Tensor* t : todo) {
-    const Tensor source = *t;
-    *t = ops::convert_weight(source, dtype, dst);
-    dst += aligned(converted_bytes(source, dtype));
-    if (converted) converted(source);
-  }
+  auto* base = static_cast<uint8_t*>(arena.view().data);
+  pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Tensor* t = todo[static_cast<size_t>(i)];
+      const Tensor source = *t;
+      *t = ops::convert_weight(source, dtype, base + offsets[static_cast<size_t>(i)]);
+      if (converted) converted(source);
+    }
+  });
   if (tied) w.lm_head = w.embed_tokens;
 }
 

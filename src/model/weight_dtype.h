@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "base/thread_pool.h"
 #include "model/llama_weights.h"
 #include "tensor/tensor.h"
 
@@ -24,9 +25,10 @@ struct WeightsSummary {
 WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dtype = {});
 
 // Converts every float matrix whose dtype differs from `dtype` into `arena` (allocated here, one
-// huge-page buffer) and repoints it there; `converted` is called with each source afterwards
-// (to hand its mapped pages back). Does nothing when no matrix changes.
-void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena,
+// huge-page buffer), matrices spread over `pool`, and repoints them there; `converted` is called
+// with each source afterwards, from the pool's threads (to hand its mapped pages back). Does
+// nothing when no matrix changes.
+void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,
                            const std::function<void(const Tensor& source)>& converted = {});
 
 }  // namespace lm

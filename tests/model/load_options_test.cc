@@ -84,7 +84,8 @@ TEST(LoadOptions, Float32OnAnF16CheckpointMatchesTransformers) {
   EXPECT_EQ(before.stored_dtypes, "F16");
   EXPECT_EQ(before.num_converted, before.num_matrices);
   EXPECT_EQ(before.num_quantized, 0);
-  (*model)->convert_float_weights(DType::kF32);
+  ThreadPool pool(2);
+  (*model)->convert_float_weights(DType::kF32, pool);
   EXPECT_EQ((*model)->weights().layers[0].q_proj.dtype, DType::kF32);
   const WeightsSummary after = summarize_weights((*model)->weights());
   EXPECT_EQ(after.stored_dtypes, "F32");
@@ -103,7 +104,8 @@ TEST(LoadOptions, HalfDtypesRoundF32WeightsAsTorchDoes) {
     auto model = LlamaModel::load(path);
     ASSERT_TRUE(model.ok());
     const int64_t f32_bytes = summarize_weights((*model)->weights()).bytes;
-    (*model)->convert_float_weights(dtype);
+    ThreadPool pool(3);
+    (*model)->convert_float_weights(dtype, pool);
     const Tensor w = (*model)->weights().layers[1].down_proj;
     ASSERT_EQ(w.dtype, dtype);
     ASSERT_EQ(w.shape, f32.shape);
