@@ -1,8 +1,6 @@
 #include "app/launcher_args.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 namespace lm {
 namespace {
@@ -53,49 +51,83 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return invalid("`kv_cache_memory_fraction` must be in (0, 1]");
   }
 
-  // Features that are not built yet: refused, never silently ignored.
-  if ((a.sharded && *a.sharded == "true") || (a.num_shard && *a.num_shard > 1)) {
-    return not_built("sharding (--sharded/--num-shard)",
-                     "tensor-parallel sharding is not built yet");
-  }
   if (a.sharded && *a.sharded != "true" && *a.sharded != "false")
     return invalid("`sharded` must be true or false");
-  if (a.quantize) {
-    return not_built("--quantize",
-                     "quantize at load time is not built yet; use a pre-quantized GGUF file");
+  if (a.dtype && *a.dtype != "float16" && *a.dtype != "bfloat16" && *a.dtype != "float32")
+    return invalid("`dtype` must be one of float16, bfloat16, float32");
+  if (a.rope_scaling && *a.rope_scaling != "linear" && *a.rope_scaling != "dynamic")
+    return invalid("`rope_scaling` must be one of linear, dynamic");
+  if (a.rope_factor && !(*a.rope_factor > 0)) return invalid("`rope_factor` must be > 0");
+
+  // Settings that change results and are not built: refused, never silently ignored.
+  if ((a.sharded && *a.sharded == "true") || (a.num_shard && *a.num_shard > 1)) {
+    return not_built("sharding (--sharded/--num-shard > 1)",
+                     "tensor-parallel sharding needs the CUDA model runner (issue 8)");
   }
-  if (a.speculate) return not_built("--speculate", "speculative decoding is not built yet");
-  if (a.dtype)
-    return not_built("--dtype", "weights are used in their stored dtype with fp32 compute");
-  if (a.kv_cache_dtype) return not_built("--kv-cache-dtype", "the KV cache is fp32");
-  if (a.cuda_graphs) return not_built("--cuda-graphs", "the CUDA backend is not built yet");
-  if (a.cuda_memory_fraction != 1.0)
-    return not_built("--cuda-memory-fraction", "the CUDA backend is not built yet");
+  if (a.quantize) {
+    return not_built("--quantize " + *a.quantize,
+                     "quantizing at load is an open issue; serve a pre-quantized GGUF file "
+                     "(Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) instead");
+  }
+  if (a.speculate) return not_built("--speculate", "speculative decoding is an open issue");
+  if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are an open issue");
+  if (a.kv_cache_dtype)
+    return not_built("--kv-cache-dtype", "the KV cache is fp32; an fp8 cache is an open issue");
   if (a.device != "cpu")
     return not_built("--device " + a.device, "this build has the CPU backend only");
-  if (a.rope_scaling || a.rope_factor)
-    return not_built("--rope-scaling/--rope-factor", "use the model's config.json");
-  if (a.otlp_endpoint) return not_built("--otlp-endpoint", "OpenTelemetry export is not built");
   if (a.watermark_gamma || a.watermark_delta)
-    return not_built("--watermark-gamma/--watermark-delta", "watermarking is not built");
-  if (a.ngrok) return not_built("--ngrok", "ngrok tunneling is not built");
-  if (a.tokenizer_config_path)
-    return not_built("--tokenizer-config-path", "chat templates are not built yet");
-  if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
+    return not_built("--watermark-gamma/--watermark-delta", "watermarking is an open issue");
+  if (a.ngrok) return not_built("--ngrok", "ngrok tunneling is not built (TGI's is broken too)");
   if (a.enable_prefill_logprobs)
-    return not_built("--enable-prefill-logprobs", "prompt logprobs are not built yet");
+    return not_built("--enable-prefill-logprobs", "prompt logprobs are an open issue");
 
+  // Accepted; harmless here. Each is logged once so that nobody expects an effect.
   if (a.trust_remote_code)
     warnings.push_back(
         "--trust-remote-code has no effect: no model code is ever downloaded or run");
   if (a.disable_custom_kernels)
     warnings.push_back("--disable-custom-kernels has no effect on the CPU backend");
+  if (a.cuda_graphs)
+    warnings.push_back("--cuda-graphs " + *a.cuda_graphs + " has no effect on the CPU backend");
+  if (a.cuda_memory_fraction != 1.0) {
+    warnings.push_back(
+        "--cuda-memory-fraction has no effect on the CPU backend (the KV cache takes "
+        "--kv-cache-memory-fraction of the available RAM)");
+  }
+  if (a.otlp_endpoint) {
+    warnings.push_back("--otlp-endpoint " + *a.otlp_endpoint + " (service name " +
+                       a.otlp_service_name + "): accepted, but traces are not exported yet");
+  }
   if (a.max_waiting_tokens != 20 || a.waiting_served_ratio != 0.3) {
     warnings.push_back(
         "`waiting_served_ratio` and `max_waiting_tokens` have no effect: new requests join the "
         "running batch at every step");
   }
   return warnings;
+}
+
+Result<std::optional<DType>> launcher_dtype(const LauncherArgs& a) {
+  if (!a.dtype) return std::optional<DType>();
+  if (*a.dtype == "float16") return std::optional<DType>(DType::kF16);
+  if (*a.dtype == "bfloat16") return std::optional<DType>(DType::kBF16);
+  if (*a.dtype == "float32") return std::optional<DType>(DType::kF32);
+  return invalid("`dtype` must be one of float16, bfloat16, float32");
+}
+
+Result<std::optional<RopeScalingOverride>> launcher_rope_scaling(const LauncherArgs& a) {
+  if (!a.rope_scaling && !a.rope_factor) return std::optional<RopeScalingOverride>();
+  RopeScalingOverride rope;
+  rope.factor = a.rope_factor.value_or(1.0);
+  if (!(rope.factor > 0)) return invalid("`rope_factor` must be > 0");
+  const std::string type = a.rope_scaling.value_or("linear");
+  if (type == "linear") {
+    rope.type = RopeType::kLinear;
+  } else if (type == "dynamic") {
+    rope.type = RopeType::kDynamic;
+  } else {
+    return invalid("`rope_scaling` must be one of linear, dynamic");
+  }
+  return std::optional<RopeScalingOverride>(rope);
 }
 
 Result<ServeSettings> derive_serve_settings(const LauncherArgs& a, const ModelLimits& model,
@@ -108,12 +140,17 @@ Result<ServeSettings> derive_serve_settings(const LauncherArgs& a, const ModelLi
   if (a.max_batch_total_tokens) {
     s.max_batch_total_tokens = *a.max_batch_total_tokens;
   } else {
-    // The KV cache may use a fraction of the RAM left after the weights were mapped.
-    const auto budget = static_cast<double>(available_memory) * a.kv_cache_memory_fraction;
+    // NOTE: `available_memory` is measured before the weights are loaded, and MemAvailable counts
+    // the page cache of mapped weight files as available, so the weights are taken off it whole;
+    // the margin covers the forward's workspace at the largest prefill and the process itself.
+    s.margin_bytes =
+        kFixedMarginBytes + s.max_batch_prefill_tokens * model.activation_bytes_per_token;
+    const int64_t left = static_cast<int64_t>(std::min<uint64_t>(available_memory, INT64_MAX)) -
+                         model.weights_bytes - s.margin_bytes;
+    s.kv_budget_bytes = static_cast<int64_t>(static_cast<double>(std::max<int64_t>(left, 0)) *
+                                             a.kv_cache_memory_fraction);
     s.max_batch_total_tokens =
-        model.kv_bytes_per_token > 0
-            ? static_cast<int64_t>(budget / static_cast<double>(model.kv_bytes_per_token))
-            : max_position;
+        model.kv_bytes_per_token > 0 ? s.kv_budget_bytes / model.kv_bytes_per_token : max_position;
     s.max_batch_total_tokens_inferred = true;
   }
   const auto input = a.max_input_tokens ? a.max_input_tokens : a.max_input_length;
@@ -142,20 +179,6 @@ Result<ServeSettings> derive_serve_settings(const LauncherArgs& a, const ModelLi
     return Error{"Argument validation error: token limits must be positive"};
   }
   return s;
-}
-
-uint64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream fields(line.substr(13));
-      uint64_t kib = 0;
-      fields >> kib;
-      return kib * 1024;
-    }
-  }
-  return 0;
 }
 
 }  // namespace lm

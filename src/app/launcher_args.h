@@ -1,6 +1,7 @@
 // The launcher's settings: TGI's flags (each with its environment twin, bound in app/), their
 // defaults, the values derived from the model when unset, and TGI's cross-checks and messages.
-// Flags whose feature is not built yet are refused here with a message saying so.
+// Flags that would change results and are not built are refused here; harmless ones are
+// accepted with a note saying what they do here (README's flag table lists each).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "model/model_config.h"
+#include "tensor/dtype.h"
 
 namespace lm {
 
@@ -78,12 +81,16 @@ struct LauncherArgs {
   // dots (VNNI where present) are ~1.8x faster than fp32-activation dots for one stream and at
   // least as fast for batches (multi-row kernel); top-1 agreement with llama.cpp 97.0% vs 96.6%.
   bool int8_activations = true;  // env INT8_ACTIVATIONS
+  // Resolve everything a start would, print the memory plan and exit (env DRY_RUN).
+  bool dry_run = false;
 };
 
 // What the model contributes to the derived defaults.
 struct ModelLimits {
   int64_t max_position_embeddings = 0;
-  int64_t kv_bytes_per_token = 0;  // all layers, keys and values
+  int64_t kv_bytes_per_token = 0;          // all layers, keys and values
+  int64_t weights_bytes = 0;               // as held in memory (after --dtype)
+  int64_t activation_bytes_per_token = 0;  // the forward's workspace per batch token
 };
 
 // The settings the server runs with, every limit resolved.
@@ -94,18 +101,30 @@ struct ServeSettings {
   int64_t max_batch_total_tokens = 0;
   std::optional<int64_t> max_batch_size;
   bool max_batch_total_tokens_inferred = false;
+  // How an inferred max_batch_total_tokens was sized (0 when it was given).
+  int64_t margin_bytes = 0;     // kept free for the workspace and the process itself
+  int64_t kv_budget_bytes = 0;  // (available - weights - margin) * kv_cache_memory_fraction
 };
 
-// Refuses flags whose feature is not built and checks the rules that need no model (TGI's
-// launcher checks). Returns warnings to log for accepted flags that have no effect here.
+// Refuses flags that would change results and are not built, and checks the rules that need no
+// model (TGI's launcher checks). Returns notes to log (as warnings) for accepted flags that have
+// no effect here.
 Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& args);
 
+// --dtype: float16 / bfloat16 / float32 as the dtype float weights are held in (none: stored).
+Result<std::optional<DType>> launcher_dtype(const LauncherArgs& args);
+// --rope-scaling / --rope-factor as TGI reads them: the factor defaults to 1.0, a factor alone
+// means linear.
+Result<std::optional<RopeScalingOverride>> launcher_rope_scaling(const LauncherArgs& args);
+
+// Memory kept free besides the weights and the KV cache: the process, the HTTP server, threads.
+inline constexpr int64_t kFixedMarginBytes = int64_t{128} << 20;
+
 // Derives unset limits from the model and available memory, then applies TGI's router checks.
-// `available_memory_bytes` is the RAM the process may use for the KV cache before the fraction.
+// `available_memory_bytes` is what the process may use before the weights are loaded (the
+// smaller of MemAvailable and the cgroup's headroom, app/memory_limits.h); the KV cache gets
+// kv_cache_memory_fraction of what is left after the weights and a margin.
 Result<ServeSettings> derive_serve_settings(const LauncherArgs& args, const ModelLimits& model,
                                             uint64_t available_memory_bytes);
-
-// MemAvailable from /proc/meminfo, in bytes (0 if unknown).
-uint64_t available_memory_bytes();
 
 }  // namespace lm

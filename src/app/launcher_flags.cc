@@ -20,15 +20,18 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_option("--validation-workers", a.validation_workers, "Tokenizer threads for validation")
       ->envname("VALIDATION_WORKERS")
       ->capture_default_str();
-  app.add_option("--sharded", a.sharded, "Tensor-parallel sharding: true/false (refused when true)")
+  app.add_option("--sharded", a.sharded,
+                 "Tensor-parallel sharding: true/false (refused when true: issue 8)")
       ->envname("SHARDED");
-  app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here)")
+  app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here: issue 8)")
       ->envname("NUM_SHARD");
-  app.add_option("--quantize", a.quantize, "Quantize at load (refused: use a pre-quantized GGUF)")
+  app.add_option("--quantize", a.quantize, "Quantize at load (refused: serve a pre-quantized GGUF)")
       ->envname("QUANTIZE");
   app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
       ->envname("SPECULATE");
-  app.add_option("--dtype", a.dtype, "float16/bfloat16 (refused: stored dtype, fp32 compute)")
+  app.add_option("--dtype", a.dtype,
+                 "float16/bfloat16/float32: the dtype float weights are held in (converted at "
+                 "load; quantized GGUF matrices keep their format; compute is fp32)")
       ->envname("DTYPE");
   app.add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache dtype (refused: fp32)")
       ->envname("KV_CACHE_DTYPE");
@@ -72,7 +75,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->capture_default_str();
   app.add_option("--max-batch-size", a.max_batch_size, "Most sequences per step")
       ->envname("MAX_BATCH_SIZE");
-  app.add_option("--cuda-graphs", a.cuda_graphs, "CUDA graph batch sizes (refused: CPU build)")
+  app.add_option("--cuda-graphs", a.cuda_graphs,
+                 "CUDA graph batch sizes (accepted; no effect on the CPU)")
       ->envname("CUDA_GRAPHS");
   app.add_option("--hostname", a.hostname, "Address to bind")
       ->envname("HOSTNAME")
@@ -101,17 +105,18 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                "Accepted; no effect on the CPU")
       ->envname("DISABLE_CUSTOM_KERNELS");
   app.add_option("--cuda-memory-fraction", a.cuda_memory_fraction,
-                 "GPU memory share (refused unless 1.0: CPU build)")
+                 "GPU memory share (accepted; no effect on the CPU)")
       ->envname("CUDA_MEMORY_FRACTION")
       ->capture_default_str();
   app.add_option("--rope-scaling", a.rope_scaling,
-                 "Override RoPE scaling (refused: use config.json)")
+                 "Override the config's RoPE scaling: linear or dynamic (factor defaults to 1.0)")
       ->envname("ROPE_SCALING");
-  app.add_option("--rope-factor", a.rope_factor, "Override RoPE factor (refused: use config.json)")
+  app.add_option("--rope-factor", a.rope_factor, "RoPE scaling factor (alone: linear scaling)")
       ->envname("ROPE_FACTOR");
   app.add_flag("--json-output", a.json_output, "One JSON object per log line")
       ->envname("JSON_OUTPUT");
-  app.add_option("--otlp-endpoint", a.otlp_endpoint, "OTLP endpoint (refused: not built)")
+  app.add_option("--otlp-endpoint", a.otlp_endpoint,
+                 "OTLP endpoint (accepted; traces are not exported yet)")
       ->envname("OTLP_ENDPOINT");
   app.add_option("--otlp-service-name", a.otlp_service_name, "OTLP service name")
       ->envname("OTLP_SERVICE_NAME")
@@ -128,8 +133,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_flag("--ngrok", a.ngrok, "ngrok tunnel (refused: not built)")->envname("NGROK");
   app.add_option("--ngrok-authtoken", a.ngrok_authtoken, "ngrok token")->envname("NGROK_AUTHTOKEN");
   app.add_option("--ngrok-edge", a.ngrok_edge, "ngrok edge")->envname("NGROK_EDGE");
-  app.add_option("--tokenizer-config-path", a.tokenizer_config_path,
-                 "tokenizer_config.json (refused: not built)")
+  app.add_option(
+         "--tokenizer-config-path", a.tokenizer_config_path,
+         "A tokenizer_config.json whose chat template (and bos/eos tokens) replace the model's")
       ->envname("TOKENIZER_CONFIG_PATH");
   app.add_flag("--disable-grammar-support", a.disable_grammar_support,
                "Accepted; grammars are not built")
@@ -174,6 +180,10 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "llama.cpp does (true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
+  app.add_flag("--dry-run", a.dry_run,
+               "Resolve the model, dtype, limits and memory plan, print them (one JSON object with "
+               "--json-output) and exit without serving")
+      ->envname("DRY_RUN");
   add_device_flag(app, a.device);
 }
 

@@ -7,12 +7,16 @@
 #include "app/generate_command.h"
 #include "app/launcher_flags.h"
 #include "app/serve_command.h"
+#include "server/tgi/info_response.h"
 
 int main(int argc, char** argv) {
   lm::block_termination_signals();
   CLI::App app{
       "text-generation-launcher: a C++ drop-in for Hugging Face text-generation-inference"};
   app.require_subcommand(0, 1);
+  // TGI's -V/--version; the version is the TGI release whose API we serve (/info says the same).
+  app.set_version_flag("-V,--version", "text-generation-launcher " +
+                                           std::string(lm::kRouterVersion) + " (lm-infer)");
   lm::LauncherArgs args;
   lm::add_launcher_flags(app, args);
   lm::add_generate_command(app);

@@ -8,7 +8,10 @@
 #include <thread>
 
 #include "app/launcher_flags.h"
+#include "app/log_level.h"
+#include "app/memory_limits.h"
 #include "app/model_files.h"
+#include "app/start_plan.h"
 #include "base/log.h"
 #include "engine/engine.h"
 #include "kernels/cpu/isa.h"
@@ -19,6 +22,7 @@
 #include "server/state/server_state.h"
 #include "server/transport/http_server.h"
 #include "template/chat_template.h"
+#include "tokenizer/tokenizer_config.h"
 
 namespace lm {
 namespace {
@@ -34,6 +38,37 @@ sigset_t termination_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   return set;
+}
+
+// TGI's LOG_LEVEL (else RUST_LOG) as our one log level.
+void apply_log_level_from_env() {
+  const char* name = std::getenv("LOG_LEVEL") != nullptr ? "LOG_LEVEL" : "RUST_LOG";
+  const char* value = std::getenv(name);
+  if (value == nullptr) return;
+  if (auto level = parse_log_level(value)) {
+    set_log_level(*level);
+  } else {
+    log_warn(
+        fmt::format("{}={} names no log level (trace, debug, info, warn, error); logging at "
+                    "info",
+                    name, value));
+  }
+}
+
+// Variables TGI's shards read that select GPU code paths; harmless here, said once.
+void note_gpu_environment() {
+  for (const char* name : {"USE_FLASH_ATTENTION", "ATTENTION", "TGI_WIGGLE_ROOM"}) {
+    if (const char* value = std::getenv(name)) {
+      log_warn(fmt::format("{}={} has no effect on the CPU backend", name, value));
+    }
+  }
+}
+
+std::string rope_scaling_text(const ModelConfig& c, bool overridden) {
+  const char* names[] = {"none", "linear", "dynamic", "llama3"};
+  std::string text = names[static_cast<int>(c.rope.type)];
+  if (c.rope.type != RopeType::kDefault) text += fmt::format(", factor {}", c.rope.factor);
+  return text + (overridden ? " (--rope-scaling/--rope-factor)" : " (model config)");
 }
 
 }  // namespace
@@ -56,6 +91,7 @@ int run_server(const LauncherArgs& args) {
     return 0;
   }
   set_json_logs(args.json_output);
+  apply_log_level_from_env();
   std::string device_note;
   auto device = resolve_device(args.device, device_note);
   if (!device.ok()) return fail(device.error().message);
@@ -65,35 +101,50 @@ int run_server(const LauncherArgs& args) {
   auto warnings = check_launcher_args(checked);
   if (!warnings.ok()) return fail(warnings.error().message);
   for (const std::string& w : *warnings) log_warn(w);
+  note_gpu_environment();
+  auto dtype = launcher_dtype(args);
+  if (!dtype.ok()) return fail(dtype.error().message);
+  auto rope = launcher_rope_scaling(args);
+  if (!rope.ok()) return fail(rope.error().message);
+  std::optional<TokenizerConfig> tokenizer_config;
+  if (args.tokenizer_config_path) {
+    auto read = read_tokenizer_config(*args.tokenizer_config_path);
+    if (!read.ok()) return fail("--tokenizer-config-path: " + read.error().message);
+    tokenizer_config = std::move(*read);
+  }
 
   auto files = find_model_files(
       {args.model_id, args.revision, args.huggingface_hub_cache, args.weights_cache_override});
   if (!files.ok()) return fail(files.error().message);
+  // Measured before the weights are touched: the plan takes them off it (launcher_args.h).
+  StartPlan plan;
+  plan.memory = available_memory();
   log_info(fmt::format("Loading {}", files->path));
-  auto model = LlamaModel::load(files->path);
+  auto model = LlamaModel::load(files->path, {*rope});
   if (!model.ok()) return fail(model.error().message);
   auto tokenizer = load_tokenizer_for(files->path, **model);
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const ModelConfig& config = (*model)->config();
-  (*model)->set_int8_activations(args.int8_activations);
-  if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
-    log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
 
-  ModelLimits limits;
-  limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
-  limits.kv_bytes_per_token = KvPool::bytes_per_token(config);
-  auto settings = derive_serve_settings(args, limits, available_memory_bytes());
+  plan.model_id = args.model_id;
+  plan.model_path = files->path;
+  plan.architecture = config.architecture_name;
+  plan.dtype = args.dtype;
+  plan.weights = summarize_weights((*model)->weights(), *dtype);
+  plan.rope_scaling = rope_scaling_text(config, rope->has_value());
+  plan.device = *device;
+  plan.num_threads = args.num_threads > 0
+                         ? args.num_threads
+                         : static_cast<int64_t>(std::thread::hardware_concurrency());
+  plan.int8_activations = args.int8_activations;
+  plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
+  plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config);
+  plan.limits.weights_bytes = plan.weights.bytes;
+  plan.limits.activation_bytes_per_token = LlamaModel::workspace_bytes_per_token(config);
+  plan.kv_cache_memory_fraction = args.kv_cache_memory_fraction;
+  auto settings = derive_serve_settings(args, plan.limits, plan.memory.bytes);
   if (!settings.ok()) return fail(settings.error().message);
-  if (settings->max_batch_total_tokens_inferred) {
-    log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
-  }
-
-  ThreadPool pool(static_cast<int>(args.num_threads));
-  log_info("Warming up model");
-  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64));
-      !s.ok()) {
-    return fail(s.error().message);
-  }
+  plan.settings = *settings;
 
   EngineConfig engine_config;
   engine_config.max_batch_size = settings->max_batch_size;
@@ -102,6 +153,31 @@ int run_server(const LauncherArgs& args) {
   engine_config.eos_token_ids = config.eos_token_ids;
   engine_config.block_size = args.kv_block_size;
   engine_config.prefix_caching = args.prefix_caching;
+  plan.kv_block_size = engine_config.block_size;
+  plan.kv_num_blocks = kv_num_blocks(engine_config);
+  plan.prefix_caching = engine_config.prefix_caching;
+  if (args.dry_run) {
+    std::fputs((args.json_output ? plan_json(plan) + "\n" : plan_text(plan)).c_str(), stdout);
+    return 0;
+  }
+
+  ThreadPool pool(static_cast<int>(args.num_threads));
+  log_info(dtype_log_line(plan));
+  if (*dtype) (*model)->convert_float_weights(**dtype, pool);
+  (*model)->set_int8_activations(args.int8_activations);
+  if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
+    log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
+  log_info(memory_log_line(plan));
+  if (settings->max_batch_total_tokens_inferred) {
+    log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
+  }
+
+  log_info("Warming up model");
+  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64));
+      !s.ok()) {
+    return fail(s.error().message);
+  }
+
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
     engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
   }
@@ -128,8 +204,12 @@ int run_server(const LauncherArgs& args) {
   state.api_key = args.api_key;
   state.cors_allow_origin = args.cors_allow_origin;
   if (const char* compute_type = std::getenv("COMPUTE_TYPE")) state.compute_type = compute_type;
-  // The chat template: GGUF tokenizer.chat_template, or tokenizer_config.json's chat_template.
-  if (const std::string& source = (*tokenizer)->chat_template(); !source.empty()) {
+  // The chat template: GGUF tokenizer.chat_template, or tokenizer_config.json's chat_template;
+  // --tokenizer-config-path's replaces it (and the bos/eos texts templates see), as in TGI.
+  std::string source = (*tokenizer)->chat_template();
+  if (tokenizer_config && !tokenizer_config->chat_template.empty())
+    source = tokenizer_config->chat_template;
+  if (!source.empty()) {
     auto compiled = ChatTemplate::compile(source);
     if (compiled.ok()) {
       state.chat_template = std::make_shared<const ChatTemplate>(std::move(*compiled));
@@ -140,6 +220,10 @@ int run_server(const LauncherArgs& args) {
   }
   if (auto id = (*tokenizer)->bos_id()) state.bos_token = (*tokenizer)->token_text(*id);
   if (auto id = (*tokenizer)->eos_id()) state.eos_token = (*tokenizer)->token_text(*id);
+  if (tokenizer_config && tokenizer_config->bos_token)
+    state.bos_token = *tokenizer_config->bos_token;
+  if (tokenizer_config && tokenizer_config->eos_token)
+    state.eos_token = *tokenizer_config->eos_token;
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
 
   HttpServerConfig http;

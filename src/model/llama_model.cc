@@ -68,7 +68,8 @@ void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, const int32_
 
 }  // namespace
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
+                                                     const ModelLoadOptions& options) {
   std::unique_ptr<LlamaModel> model(new LlamaModel());
   WeightNaming naming;
   if (is_directory(path)) {
@@ -83,7 +84,29 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
     naming = WeightNaming::kGguf;
   }
   LM_ASSIGN_OR_RETURN(model->weights_, bind_llama_weights(model->config_, model->store_, naming));
+  if (options.rope_scaling) {
+    override_rope_scaling(model->config_, *options.rope_scaling);
+    model->weights_.rope_freq_factors
+        .clear();  // GGUF's llama3 factors belong to the replaced scaling
+  }
   return model;
+}
+
+void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
+  LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
+               "weights are converted once, before they are prepared for the CPU");
+  lm::convert_float_weights(weights_, dtype, converted_weights_, pool, [&](const Tensor& source) {
+    if (gguf_ != nullptr)
+      gguf_->drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
+  });
+}
+
+int64_t LlamaModel::workspace_bytes_per_token(const ModelConfig& c) {
+  const int64_t q_dim = c.num_attention_heads * c.head_dim;
+  const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
+  // x, normed, q, k, v, attn, gate, up (resize_workspace).
+  return static_cast<int64_t>(sizeof(float)) *
+         (2 * c.hidden_size + 2 * q_dim + 2 * kv_dim + 2 * c.intermediate_size);
 }
 
 void LlamaModel::set_int8_activations(bool on) {
@@ -99,13 +122,20 @@ void LlamaModel::prepare_cpu_weights() {
   // the lookup too. Rows are copied only where the file's pages can be handed back (GGUF): a
   // copy must not double the resident size.
   const Tensor table = weights_.embed_tokens;
+  // --dtype's converted matrices already lie in a huge-page arena of our own: kept where they are.
+  const Tensor converted = converted_weights_.view();
+  const auto in_converted = [&](const Tensor* w) {
+    const auto* p = static_cast<const uint8_t*>(w->data);
+    const auto* begin = static_cast<const uint8_t*>(converted.data);
+    return begin != nullptr && p >= begin && p < begin + converted.numel() * 4;
+  };
   std::vector<Tensor*> linears;
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
                       &layer.up_proj, &layer.down_proj})
-      linears.push_back(w);
+      if (!in_converted(w)) linears.push_back(w);
   }
-  linears.push_back(&weights_.lm_head);
+  if (!in_converted(&weights_.lm_head)) linears.push_back(&weights_.lm_head);
   // Each source's pages go back as soon as its copy is made: loading never holds two copies.
   const auto placed = [&](size_t i, const Tensor& source) {
     const bool interleaved = linears[i]->layout == WeightLayout::kInterleaved8;

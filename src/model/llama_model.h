@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,18 +14,32 @@
 #include "model/batch_input.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
+#include "model/weight_dtype.h"
 #include "tensor/tensor.h"
 
 namespace lm {
 
 class GgufFile;
 
+// What the launcher may change about a model's config at load (TGI's --rope-scaling/-factor).
+struct ModelLoadOptions {
+  std::optional<RopeScalingOverride> rope_scaling;
+};
+
 class LlamaModel {
  public:
   // `path` is a GGUF file or a Hugging Face model folder (config.json + safetensors).
-  static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& path,
+                                                  const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return weights_; }
+
+  // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
+  // must come before set_int8_activations. The matrices are spread over `pool`.
+  void convert_float_weights(DType dtype, ThreadPool& pool);
+  // fp32 workspace bytes forward_batch needs per token of a batch.
+  static int64_t workspace_bytes_per_token(const ModelConfig& config);
 
   // Compute Linears with GGML block-format weights on int8-quantized activations (llama.cpp's
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
@@ -57,7 +72,8 @@ class LlamaModel {
   std::shared_ptr<const GgufFile> gguf_;
   WeightStore store_;
   LlamaWeights weights_;
-  Buffer prepared_weights_;  // the arena of interleaved and row copies weights_ points into
+  Buffer converted_weights_;  // --dtype's copies of float matrices weights_ points into
+  Buffer prepared_weights_;   // the arena of interleaved and row copies weights_ points into
   int64_t num_interleaved_ = 0;
   Workspace ws_;
   bool int8_activations_ = false;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "base/text_file.h"
 #include "loader/gguf_file.h"
 
@@ -319,6 +320,17 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   }
   LM_RETURN_IF_ERROR(validate(c, origin));
   return c;
+}
+
+void override_rope_scaling(ModelConfig& c, const RopeScalingOverride& rope) {
+  LM_CHECK(rope.factor > 0);
+  c.rope.type = rope.type;
+  c.rope.factor = rope.factor;
+  // The config's own scaling parameters go with it (dynamic then counts from
+  // max_position_embeddings, as transformers does without original_max_position_embeddings).
+  c.rope.original_max_position_embeddings = 0;
+  c.rope.low_freq_factor = 1.0;
+  c.rope.high_freq_factor = 4.0;
 }
 
 }  // namespace lm

@@ -67,4 +67,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf);
 
 std::string supported_architectures();
 
+// TGI's --rope-scaling / --rope-factor: replaces the config's scaling, as TGI's shard sets
+// config.rope_scaling = {"type": type, "factor": factor} (theta and the context length stay).
+struct RopeScalingOverride {
+  RopeType type = RopeType::kLinear;  // linear or dynamic
+  double factor = 1.0;
+};
+void override_rope_scaling(ModelConfig& config, const RopeScalingOverride& rope);
+
 }  // namespace lm

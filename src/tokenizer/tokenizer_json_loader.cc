@@ -5,6 +5,7 @@
 #include "base/text_file.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_config.h"
 #include "tokenizer/tokenizer_parts.h"
 
 namespace lm {
@@ -386,32 +387,6 @@ Status read_added_tokens(const Json& root, TokenizerParts& parts) {
   return {};
 }
 
-// A token named in tokenizer_config.json: "text" or {"content": "text", ...}.
-std::optional<std::string> config_token(const Json& config, const char* key) {
-  auto it = config.find(key);
-  if (it == config.end()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
-    return (*it)["content"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
-std::string config_chat_template(const Json& config) {
-  auto it = config.find("chat_template");
-  if (it == config.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_array()) {  // [{"name": ..., "template": ...}]: the "default" one
-    for (const Json& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
-          entry["template"].is_string()) {
-        return entry["template"].get<std::string>();
-      }
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_strings(std::string_view tokenizer_json,
@@ -441,16 +416,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_strings(std::string_view
     LM_ASSIGN_OR_RETURN(parts->decoder, read_decoder(*it, "decoder"));
   }
 
-  Json config = Json::object();
-  if (!config_json.empty()) {
-    try {
-      config = Json::parse(config_json);
-    } catch (const Json::exception& e) {
-      return Error{std::string("tokenizer_config.json is not valid JSON: ") + e.what()};
-    }
-    if (!config.is_object()) return Error{"tokenizer_config.json must hold a JSON object"};
-  }
-  parts->chat_template = config_chat_template(config);
+  LM_ASSIGN_OR_RETURN(TokenizerConfig config,
+                      parse_tokenizer_config(config_json, "tokenizer_config.json"));
+  parts->chat_template = config.chat_template;
   // Resolved against added tokens first, then the model vocabulary.
   auto resolve = [&](const std::string& text) -> std::optional<int32_t> {
     for (const AddedToken& t : parts->added_tokens) {
@@ -458,8 +426,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_strings(std::string_view
     }
     return parts->model->token_to_id(text);
   };
-  if (auto bos = config_token(config, "bos_token")) parts->bos_id = resolve(*bos);
-  if (auto eos = config_token(config, "eos_token")) parts->eos_id = resolve(*eos);
+  if (config.bos_token) parts->bos_id = resolve(*config.bos_token);
+  if (config.eos_token) parts->eos_id = resolve(*config.eos_token);
   if (!parts->bos_id && !parts->prefix_ids.empty()) parts->bos_id = parts->prefix_ids.front();
   if (!parts->eos_id && !parts->suffix_ids.empty()) parts->eos_id = parts->suffix_ids.back();
   return from_parts(std::move(parts));

@@ -38,60 +38,153 @@ TEST(LauncherArgs, TgiCrossChecksWithTgiMessages) {
             "and 4000");
 }
 
-TEST(LauncherArgs, RefusesFlagsWhoseFeatureIsNotBuilt) {
+// Settings that would change results and are not built: refused, naming what is missing.
+TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   LauncherArgs a;
   a.quantize = "gptq";
-  EXPECT_NE(check_error(a).find("--quantize is not supported yet"), std::string::npos);
+  EXPECT_NE(check_error(a).find("--quantize gptq is not supported yet"), std::string::npos);
   a = {};
   a.num_shard = 2;
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);
+  EXPECT_NE(check_error(a).find("issue 8"), std::string::npos);
   a = {};
-  a.revision = "main";  // the Hub flags work
-  a.huggingface_hub_cache = "/data";
-  a.weights_cache_override = "/weights";
-  EXPECT_EQ(check_error(a), "");
+  a.sharded = "true";
+  EXPECT_NE(check_error(a).find("sharding"), std::string::npos);
+  a = {};
+  a.speculate = 2;
+  EXPECT_NE(check_error(a).find("--speculate is not supported yet"), std::string::npos);
+  a = {};
+  a.lora_adapters = "org/adapter";
+  EXPECT_NE(check_error(a).find("--lora-adapters is not supported yet"), std::string::npos);
+  a = {};
+  a.kv_cache_dtype = "fp8_e4m3fn";
+  EXPECT_NE(check_error(a).find("--kv-cache-dtype"), std::string::npos);
   a = {};
   a.device = "cuda";
   EXPECT_NE(check_error(a).find("CPU backend only"), std::string::npos);
   a = {};
+  a.dtype = "float8";
+  EXPECT_EQ(check_error(a), "Invalid argument: `dtype` must be one of float16, bfloat16, float32");
+  a = {};
+  a.rope_scaling = "yarn";
+  EXPECT_EQ(check_error(a), "Invalid argument: `rope_scaling` must be one of linear, dynamic");
+}
+
+// What a TGI manifest sets, with nothing to refuse on a CPU: accepted, each harmless one noted.
+TEST(LauncherArgs, AcceptsTgiManifestSettings) {
+  LauncherArgs a;
+  a.revision = "main";
+  a.huggingface_hub_cache = "/data";
+  a.weights_cache_override = "/weights";
+  a.sharded = "false";
+  a.num_shard = 1;
+  a.dtype = "bfloat16";
+  a.rope_scaling = "dynamic";
+  a.rope_factor = 2.0;
+  a.tokenizer_config_path = "/cfg/tokenizer_config.json";
+  a.disable_grammar_support = true;
+  auto notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok()) << notes.error().message;
+  EXPECT_TRUE(notes->empty());
+
+  a.cuda_graphs = "1,2,4,8";
+  a.cuda_memory_fraction = 0.9;
+  a.disable_custom_kernels = true;
+  a.otlp_endpoint = "http://otel:4317";
+  a.otlp_service_name = "my-service";
   a.trust_remote_code = true;
-  auto warnings = check_launcher_args(a);
-  ASSERT_TRUE(warnings.ok());
-  ASSERT_EQ(warnings->size(), 1u);
-  EXPECT_NE((*warnings)[0].find("no effect"), std::string::npos);
+  notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok()) << notes.error().message;
+  ASSERT_EQ(notes->size(), 5u);
+  std::string all;
+  for (const std::string& n : *notes) all += n + "\n";
+  EXPECT_NE(all.find("--cuda-graphs 1,2,4,8 has no effect on the CPU backend"), std::string::npos);
+  EXPECT_NE(all.find("--cuda-memory-fraction has no effect"), std::string::npos);
+  EXPECT_NE(all.find("--disable-custom-kernels has no effect"), std::string::npos);
+  EXPECT_NE(all.find("--otlp-endpoint http://otel:4317 (service name my-service): accepted, but "
+                     "traces are not exported yet"),
+            std::string::npos);
+  EXPECT_NE(all.find("--trust-remote-code has no effect"), std::string::npos);
   EXPECT_TRUE(check_launcher_args(LauncherArgs{}).ok());
+}
+
+TEST(LauncherArgs, DtypeAndRopeScalingAsTgiReadsThem) {
+  LauncherArgs a;
+  EXPECT_EQ(*launcher_dtype(a), std::nullopt);
+  a.dtype = "float16";
+  EXPECT_EQ(*launcher_dtype(a), DType::kF16);
+  a.dtype = "bfloat16";
+  EXPECT_EQ(*launcher_dtype(a), DType::kBF16);
+  a.dtype = "float32";
+  EXPECT_EQ(*launcher_dtype(a), DType::kF32);
+  a.dtype = "half";
+  EXPECT_FALSE(launcher_dtype(a).ok());
+
+  a = {};
+  EXPECT_FALSE(launcher_rope_scaling(a)->has_value());
+  a.rope_factor = 4.0;  // a factor alone means linear
+  auto rope = launcher_rope_scaling(a);
+  ASSERT_TRUE(rope.ok() && rope->has_value());
+  EXPECT_EQ((*rope)->type, RopeType::kLinear);
+  EXPECT_EQ((*rope)->factor, 4.0);
+  a = {};
+  a.rope_scaling = "dynamic";  // a type alone has factor 1.0
+  rope = launcher_rope_scaling(a);
+  ASSERT_TRUE(rope.ok() && rope->has_value());
+  EXPECT_EQ((*rope)->type, RopeType::kDynamic);
+  EXPECT_EQ((*rope)->factor, 1.0);
+  a.rope_factor = 0.0;
+  EXPECT_FALSE(launcher_rope_scaling(a).ok());
 }
 
 TEST(LauncherArgs, DerivesLimitsFromModelAndMemory) {
   LauncherArgs a;
-  ModelLimits m{8192, 1000};
-  auto s = derive_serve_settings(a, m, 2'000'000'000ull);
+  // 8192 positions, 1000 KV bytes per token, 100 MB of weights, 1 KB of workspace per token.
+  ModelLimits m{8192, 1000, 100'000'000, 1000};
+  const uint64_t available = 2'000'000'000ull;
+  auto s = derive_serve_settings(a, m, available);
   ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_EQ(s->max_batch_total_tokens, 1'000'000);  // half of 2 GB / 1000 bytes per token
+  EXPECT_EQ(s->margin_bytes, kFixedMarginBytes + 4096 * 1000);
+  const int64_t budget =
+      static_cast<int64_t>(available) - 100'000'000 - kFixedMarginBytes - 4096 * 1000;
+  EXPECT_EQ(s->kv_budget_bytes, budget / 2);  // kv_cache_memory_fraction 0.5
+  EXPECT_EQ(s->max_batch_total_tokens, budget / 2 / 1000);
   EXPECT_TRUE(s->max_batch_total_tokens_inferred);
   EXPECT_EQ(s->max_total_tokens, 8192);
   EXPECT_EQ(s->max_input_tokens, 8191);
   EXPECT_EQ(s->max_batch_prefill_tokens, 4096);
   // Little memory: max_total_tokens shrinks to what fits.
-  s = derive_serve_settings(a, m, 10'000'000ull);
+  s = derive_serve_settings(a, m, 100'000'000 + kFixedMarginBytes + 4096 * 1000 + 10'000'000);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->max_batch_total_tokens, 5000);
   EXPECT_EQ(s->max_total_tokens, 5000);
   EXPECT_EQ(s->max_input_tokens, 4999);
+  // Not even the weights fit: nothing is left for the KV cache, and TGI's check says so.
+  s = derive_serve_settings(a, m, 50'000'000);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(
+      s.error().message.find("`max_batch_prefill_tokens` must be <= `max_batch_total_tokens`"),
+      std::string::npos);
+  // A given budget is used as is.
+  a.max_batch_total_tokens = 20000;
+  s = derive_serve_settings(a, m, 0);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->max_batch_total_tokens, 20000);
+  EXPECT_FALSE(s->max_batch_total_tokens_inferred);
 }
 
 TEST(LauncherArgs, RouterChecksOnDerivedValues) {
   LauncherArgs a;
   a.max_batch_total_tokens = 1000;
   a.max_batch_prefill_tokens = 2000;
-  auto s = derive_serve_settings(a, ModelLimits{8192, 1000}, 1ull << 30);
+  auto s = derive_serve_settings(a, ModelLimits{8192, 1000, 0, 0}, 1ull << 30);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
             "Argument validation error: `max_batch_prefill_tokens` must be <= "
             "`max_batch_total_tokens`. Given: 2000 and 1000");
   a = {};
   a.max_input_tokens = 4096;
-  s = derive_serve_settings(a, ModelLimits{2048, 1000}, 1ull << 30);
+  s = derive_serve_settings(a, ModelLimits{2048, 1000, 0, 0}, 1ull << 30);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
             "Argument validation error: `max_input_tokens` must be < `max_total_tokens`");

@@ -1,0 +1,95 @@
+#include "model/weight_dtype.h"
+
+#include <set>
+#include <vector>
+
+#include "ops/convert_weight.h"
+
+namespace lm {
+namespace {
+
+// Every weight matrix once (a tied LM head is the embedding table).
+std::vector<Tensor*> matrices(LlamaWeights& w) {
+  std::vector<Tensor*> out{&w.embed_tokens};
+  for (LlamaLayerWeights& l : w.layers) {
+    for (Tensor* t :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      out.push_back(t);
+  }
+  if (w.lm_head.data != w.embed_tokens.data) out.push_back(&w.lm_head);
+  return out;
+}
+
+int64_t fp32_vector_bytes(const LlamaWeights& w) {
+  size_t floats = w.norm.size() + w.rope_freq_factors.size();
+  for (const LlamaLayerWeights& l : w.layers) {
+    floats += l.input_layernorm.size() + l.post_attention_layernorm.size() + l.q_bias.size() +
+              l.k_bias.size() + l.v_bias.size();
+  }
+  return static_cast<int64_t>(floats * sizeof(float));
+}
+
+bool changes(const Tensor& t, std::optional<DType> dtype) {
+  return dtype && ops::is_float_weight_dtype(t.dtype) && t.dtype != *dtype;
+}
+
+int64_t converted_bytes(const Tensor& t, DType dtype) {
+  return static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(t.numel())));
+}
+
+constexpr int64_t kAlign = 64;
+
+int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DType> dtype) {
+  WeightsSummary s;
+  std::set<std::string_view> stored;
+  // matrices() only reads through the pointers; the const_cast never writes.
+  for (const Tensor* t : matrices(const_cast<LlamaWeights&>(weights))) {
+    ++s.num_matrices;
+    stored.insert(dtype_name(t->dtype));
+    if (is_quantized(t->dtype)) ++s.num_quantized;
+    if (changes(*t, dtype)) {
+      ++s.num_converted;
+      s.bytes += converted_bytes(*t, *dtype);
+    } else {
+      s.bytes += t->dim(0) * t->row_bytes();
+    }
+  }
+  for (std::string_view name : stored) {
+    if (!s.stored_dtypes.empty()) s.stored_dtypes += ", ";
+    s.stored_dtypes += name;
+  }
+  s.bytes += fp32_vector_bytes(weights);
+  return s;
+}
+
+void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,
+                           const std::function<void(const Tensor& source)>& converted) {
+  const bool tied = w.lm_head.data == w.embed_tokens.data;
+  std::vector<Tensor*> todo;
+  std::vector<int64_t> offsets;  // of each converted matrix in the arena
+  int64_t total = 0;
+  for (Tensor* t : matrices(w)) {
+    if (!changes(*t, dtype)) continue;
+    todo.push_back(t);
+    offsets.push_back(total);
+    total += aligned(converted_bytes(*t, dtype));
+  }
+  if (todo.empty()) return;
+  arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
+  auto* base = static_cast<uint8_t*>(arena.view().data);
+  pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Tensor* t = todo[static_cast<size_t>(i)];
+      const Tensor source = *t;
+      *t = ops::convert_weight(source, dtype, base + offsets[static_cast<size_t>(i)]);
+      if (converted) converted(source);
+    }
+  });
+  if (tied) w.lm_head = w.embed_tokens;
+}
+
+}  // namespace lm

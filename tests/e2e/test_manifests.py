@@ -1,0 +1,228 @@
+"""TGI deployment manifests start here: every harmless TGI flag/variable is accepted (and said to
+have no effect where it has none), --dtype / --rope-* / --tokenizer-config-path are honoured, the
+settings we do not build are refused by name, and --dry-run prints the memory plan."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from conftest import LAUNCHER, MODEL, ROOT, gen_body, launch_server
+
+TEST_MODELS = LAUNCHER.parents[2] / "test-models"
+SMOLLM2_F32 = TEST_MODELS / "smollm2-f32"
+FIXTURES = ROOT / "tests/fixtures/models"
+
+
+def run_launcher(args=(), env=None, timeout=120) -> subprocess.CompletedProcess:
+    """The launcher run to its exit (refusals, --dry-run, -V)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("HOSTNAME", "PORT", "MODEL_ID")}
+    full_env.update(env or {})
+    return subprocess.run([str(LAUNCHER), *args], env=full_env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+def greedy_ids(server, prompt: str, n: int) -> list[int]:
+    r = server.post("/generate", gen_body(prompt, max_new_tokens=n, details=True))
+    assert r.status_code == 200, r.text
+    return [t["id"] for t in r.json()["details"]["tokens"]]
+
+
+# ---- a TGI manifest's environment ----------------------------------------------------------------
+
+MANIFEST_ENV = {
+    "DTYPE": "bfloat16",
+    "OTLP_ENDPOINT": "http://otel-collector:4317",
+    "OTLP_SERVICE_NAME": "tgi-smollm",
+    "CUDA_GRAPHS": "1,2,4,8,16",
+    "CUDA_MEMORY_FRACTION": "0.9",
+    "DISABLE_CUSTOM_KERNELS": "true",
+    "ROPE_SCALING": "dynamic",
+    "ROPE_FACTOR": "1.0",
+    "USE_FLASH_ATTENTION": "true",
+    "LOG_LEVEL": "info,text_generation_router=info",
+    "TRUST_REMOTE_CODE": "true",
+    "SHARDED": "false",
+    "NUM_SHARD": "1",
+    "MAX_CONCURRENT_REQUESTS": "64",
+    "MAX_BATCH_PREFILL_TOKENS": "512",
+    "PROMETHEUS_PORT": "9001",
+    "USAGE_STATS": "off",
+    "DISABLE_GRAMMAR_SUPPORT": "false",
+}
+
+
+def test_tgi_manifest_environment_starts_and_serves():
+    with launch_server(env=MANIFEST_ENV) as s:
+        r = s.post("/generate", gen_body("The capital of France is", max_new_tokens=4))
+        assert r.status_code == 200, r.text
+        assert r.json()["generated_text"]
+        assert s.get("/info").json()["max_concurrent_requests"] == 64
+        logs = s.stdout() + s.stderr()
+    for note in ("--cuda-graphs 1,2,4,8,16 has no effect on the CPU backend",
+                 "--cuda-memory-fraction has no effect on the CPU backend",
+                 "--disable-custom-kernels has no effect on the CPU backend",
+                 "--otlp-endpoint http://otel-collector:4317 (service name tgi-smollm): accepted, but "
+                 "traces are not exported yet",
+                 "USE_FLASH_ATTENTION=true has no effect on the CPU backend",
+                 "--trust-remote-code has no effect",
+                 # The default model is all block-quantized: --dtype says what it does to it.
+                 "--dtype bfloat16: 0 float matrices converted",
+                 "block-quantized matrices keep their format"):  # fmt: skip
+        assert note in logs, (note, logs)
+    assert logs.count("--cuda-graphs") == 1, "each note is logged once"
+
+
+def test_log_level_from_the_environment():
+    with launch_server(env={"LOG_LEVEL": "warn", "CUDA_GRAPHS": "0"}) as s:
+        assert s.post("/generate", gen_body("Hi", max_new_tokens=1)).status_code == 200
+        logs = s.stdout() + s.stderr()
+    assert "Warming up model" not in logs  # info is below warn
+    assert "--cuda-graphs 0 has no effect" in logs
+    with launch_server(env={"RUST_LOG": "debug"}) as s:
+        assert s.post("/generate", gen_body("Hi", max_new_tokens=1)).status_code == 200
+        assert "Warming up model" in s.stdout() + s.stderr()
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"QUANTIZE": "gptq"}, "--quantize gptq is not supported yet"),
+    ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
+    ({"SHARDED": "true"}, "issue 8"),
+    ({"SPECULATE": "3"}, "--speculate is not supported yet: speculative decoding"),
+    ({"LORA_ADAPTERS": "org/adapter"}, "--lora-adapters is not supported yet"),
+    ({"KV_CACHE_DTYPE": "fp8_e5m2"}, "--kv-cache-dtype is not supported yet"),
+    ({"DTYPE": "float8"}, "`dtype` must be one of float16, bfloat16, float32"),
+    ({"ROPE_SCALING": "yarn"}, "`rope_scaling` must be one of linear, dynamic"),
+])  # fmt: skip
+def test_settings_that_change_results_are_refused_by_name(env, message):
+    r = run_launcher(["--model-id", MODEL, "--port", "1"], env=env)
+    assert r.returncode == 1
+    assert message in r.stdout + r.stderr
+
+
+def test_version():
+    r = run_launcher(["-V"])
+    assert r.returncode == 0
+    assert r.stdout.startswith("text-generation-launcher 3.")
+
+
+# ---- --dry-run -----------------------------------------------------------------------------------
+
+
+def test_dry_run_prints_the_memory_plan_and_serves_nothing():
+    r = run_launcher(["--model-id", MODEL, "--dry-run", "--port", "1"])
+    assert r.returncode == 0, r.stderr
+    for line in ("Weights in memory:", "KV bytes per token: 46080", "max_batch_total_tokens: ",
+                 "max_total_tokens: 8192", "max_input_tokens: 8191", "max_batch_prefill_tokens: 4096",
+                 "KV budget from "):  # fmt: skip
+        assert line in r.stdout, (line, r.stdout)
+    assert "Warming up model" not in r.stdout + r.stderr
+
+    r = run_launcher(env={"MODEL_ID": MODEL, "DRY_RUN": "true", "JSON_OUTPUT": "true"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.strip().splitlines()
+    plan = json.loads(lines[-1])  # log lines (JSON too) come first, the plan last
+    assert all("fields" in json.loads(line) for line in lines[:-1])
+    mem = plan["memory"]
+    # SmolLM2-135M: 30 layers x 3 KV heads x 64 dims x (K + V) x fp32.
+    assert mem["kv_bytes_per_token"] == 30 * 3 * 64 * 2 * 4
+    assert 80e6 < mem["weights_bytes"] < 110e6  # the Q4_1 file's matrices, held as stored
+    assert plan["weights"]["stored_dtypes"] == "Q4_1, Q8_0"
+    left = mem["available_bytes"] - mem["weights_bytes"] - mem["margin_bytes"]
+    assert mem["kv_budget_bytes"] == int(left * mem["kv_cache_memory_fraction"])
+    assert plan["max_batch_total_tokens"] == mem["kv_budget_bytes"] // mem["kv_bytes_per_token"]
+    assert plan["max_batch_total_tokens_inferred"] is True
+    assert plan["max_total_tokens"] == 8192 and plan["max_input_tokens"] == 8191
+    assert mem["source"].startswith(("MemAvailable", "cgroup v"))
+    assert plan["num_threads"] >= 1 and plan["device"] == "cpu"
+
+
+def test_dry_run_with_given_limits_and_dtype():
+    env = {"MAX_BATCH_TOTAL_TOKENS": "10000", "MAX_TOTAL_TOKENS": "2048", "DTYPE": "float16"}
+    r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout.strip().splitlines()[-1])
+    assert plan["max_batch_total_tokens"] == 10000
+    assert plan["max_batch_total_tokens_inferred"] is False
+    assert plan["max_total_tokens"] == 2048 and plan["max_input_tokens"] == 2047
+    w = plan["weights"]
+    assert w["stored_dtypes"] == "F32" and w["converted_matrices"] == w["matrices"]
+    # F32 -> F16 halves the matrices (the tied head once); what dry-run plans is what is held.
+    f32 = sum(p.stat().st_size for p in SMOLLM2_F32.glob("*.safetensors"))
+    assert 0.45 * f32 < w["bytes"] < 0.55 * f32
+
+
+# ---- --dtype, --rope-*, --tokenizer-config-path served -------------------------------------------
+
+
+def fixture_cases(n: int):
+    cases = json.loads((FIXTURES / "smollm2.json").read_text())["cases"]
+    return [c for c in cases if c["prompt"] and "<|im_start|>" not in c["prompt"]][:n]
+
+
+def until_eos(ids: list[int], eos: int = 2) -> list[int]:
+    return ids[: ids.index(eos) + 1] if eos in ids else ids
+
+
+def test_dtype_float32_serves_what_transformers_computes():
+    with launch_server(["--model-id", str(SMOLLM2_F32)], env={"DTYPE": "float32"},
+                       use_flags_for_port=False) as s:  # fmt: skip
+        for case in fixture_cases(3):
+            want = until_eos(case["greedy_ids"][:12])
+            assert greedy_ids(s, case["prompt"], len(want)) == want, case["prompt"]
+
+
+@pytest.fixture(scope="module")
+def smollm2_f16(tmp_path_factory):
+    """smollm2-f32 with its weights stored as F16 (a checkpoint as most Hub models are)."""
+    out = tmp_path_factory.mktemp("smollm2-f16")
+    for p in SMOLLM2_F32.iterdir():
+        if p.suffix != ".safetensors":
+            (out / p.name).symlink_to(p)
+    for p in SMOLLM2_F32.glob("*.safetensors"):
+        save_file({k: v.astype(np.float16) for k, v in load_file(p).items()}, out / p.name)
+    return out
+
+
+def test_dtype_float32_on_an_f16_checkpoint_is_lossless(smollm2_f16):
+    prompts = [c["prompt"] for c in fixture_cases(3)]
+    with launch_server(["--model-id", str(smollm2_f16)], use_flags_for_port=False) as s:
+        as_stored = [greedy_ids(s, p, 12) for p in prompts]
+    with launch_server(["--model-id", str(smollm2_f16), "--dtype", "float32"],
+                       use_flags_for_port=False) as s:  # fmt: skip
+        assert [greedy_ids(s, p, 12) for p in prompts] == as_stored
+        logs = s.stdout() + s.stderr()
+    assert "--dtype float32: 211 float matrices converted from F16" in logs, logs
+
+
+def test_rope_flags_replace_the_config_scaling():
+    prompt = fixture_cases(1)[0]["prompt"]
+    with launch_server(["--model-id", str(SMOLLM2_F32)], use_flags_for_port=False) as s:
+        plain = greedy_ids(s, prompt, 12)
+    # Linear scaling by 4 squeezes every position: the model reads the prompt differently.
+    with launch_server(["--model-id", str(SMOLLM2_F32)], use_flags_for_port=False,
+                       env={"ROPE_SCALING": "linear", "ROPE_FACTOR": "4"}) as s:  # fmt: skip
+        assert greedy_ids(s, prompt, 12) != plain
+    # Dynamic scaling only acts past max_position_embeddings: the same tokens for a short prompt.
+    with launch_server(["--model-id", str(SMOLLM2_F32)], use_flags_for_port=False,
+                       env={"ROPE_SCALING": "dynamic", "ROPE_FACTOR": "2"}) as s:  # fmt: skip
+        assert greedy_ids(s, prompt, 12) == plain
+
+
+def test_tokenizer_config_path_replaces_the_chat_template(tmp_path):
+    config = {"chat_template": "{% for m in messages %}<<{{ m['role'] }}>>{{ m['content'] }}"
+                               "{% endfor %}{{ eos_token }}",  # fmt: skip
+              "eos_token": "<|endoftext|>"}
+    path = tmp_path / "tokenizer_config.json"
+    path.write_text(json.dumps(config))
+    with launch_server(env={"TOKENIZER_CONFIG_PATH": str(path)}) as s:
+        r = s.post("/chat_tokenize", {"messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+        assert r.json()["templated_text"] == "<<user>>hi<|endoftext|>"
+    missing = run_launcher(["--model-id", MODEL], env={"TOKENIZER_CONFIG_PATH": str(tmp_path / "no")})
+    assert missing.returncode == 1
+    assert "--tokenizer-config-path" in missing.stdout + missing.stderr
