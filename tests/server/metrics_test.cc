@@ -46,6 +46,24 @@ TEST(Metrics, DurationBucketsMatchTgi) {
   EXPECT_NEAR(b.back(), 145.611, 1e-3);
 }
 
+TEST(Metrics, SummariesRenderNearestRankQuantiles) {
+  Metrics m;
+  m.set_summary("tgi_request_skipped_tokens");
+  EXPECT_EQ(m.render(), "");  // declared, not yet observed
+  for (int v : {3, 1, 2, 10, 4, 5, 6, 7, 8, 9}) m.observe("tgi_request_skipped_tokens", v);
+  EXPECT_EQ(m.render(),
+            "# TYPE tgi_request_skipped_tokens summary\n"
+            "tgi_request_skipped_tokens{quantile=\"0\"} 1\n"
+            "tgi_request_skipped_tokens{quantile=\"0.5\"} 5\n"
+            "tgi_request_skipped_tokens{quantile=\"0.9\"} 9\n"
+            "tgi_request_skipped_tokens{quantile=\"0.95\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"0.99\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"0.999\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"1\"} 10\n"
+            "tgi_request_skipped_tokens_sum 55\n"
+            "tgi_request_skipped_tokens_count 10\n\n");
+}
+
 TEST(Metrics, GaugesSetAndAdd) {
   Metrics m;
   m.set_gauge("tgi_queue_size", 3);
