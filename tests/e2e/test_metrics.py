@@ -101,9 +101,9 @@ def test_every_tgi_metric_is_served_and_moves_under_a_mixed_load(server):
         assert name in after, name
     assert after["vllm:num_requests_running"] == 0 and after["vllm:num_requests_waiting"] == 0
 
-    # Request family: 2 /generate + 1 stream + the chat + the refused one. (TGI counts a chat
-    # twice, once at the top of its route and once for its generation; we count it once.)
-    assert delta(after, before, "tgi_request_count") >= 5
+    # Request family: 2 /generate + 1 stream + the chat (counted twice, once by its route and
+    # once by its generation, as TGI does) + the refused one.
+    assert delta(after, before, "tgi_request_count") >= 6
     assert delta(after, before, "tgi_request_success") >= 4
     assert delta(after, before, 'tgi_request_failure{err="validation"}') >= 1
     for h in ("tgi_request_duration", "tgi_request_validation_duration",
@@ -131,3 +131,22 @@ def test_every_tgi_metric_is_served_and_moves_under_a_mixed_load(server):
     assert delta(after, before, "tgi_request_skipped_tokens_count") >= 48 + 2 * 1
     assert after['tgi_request_skipped_tokens{quantile="1"}'] == 0
     assert after["tgi_batch_current_size"] == 0 and after["tgi_batch_current_max_tokens"] == 0
+
+
+def test_a_generate_reports_its_inference_time(server):
+    """Non-streamed too: inference runs from the first token to the end, so it is not zero."""
+    _, before = idle_metrics(server)
+    assert server.post("/generate", gen_body(COUNTING, max_new_tokens=8)).status_code == 200
+    _, after = idle_metrics(server)
+    assert delta(after, before, "tgi_request_inference_duration_count") == 1
+    assert delta(after, before, "tgi_request_inference_duration_sum") > 0
+    assert delta(after, before, "tgi_request_mean_time_per_token_duration_sum") > 0
+
+
+def test_chat_counts_twice_and_chat_tokenize_once(server):
+    _, before = idle_metrics(server)
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+    assert server.post("/v1/chat/completions", chat).status_code == 200
+    assert server.post("/chat_tokenize", chat).status_code == 200
+    _, after = idle_metrics(server)
+    assert delta(after, before, "tgi_request_count") == 3

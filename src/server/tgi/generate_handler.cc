@@ -63,6 +63,11 @@ struct CandidateCollector {
         if (it != best) body.best_of_sequences->push_back(*it->sequence);
       }
     }
+    // Inference starts with the earliest candidate's first token (the queue time ends there).
+    for (const auto& o : outcomes) {
+      if (o.first_token && (!clock.first_token || *o.first_token < *clock.first_token))
+        clock.first_token = o.first_token;
+    }
     record_success(state.metrics, clock, body.result.generated_tokens);
     GenerateTimings timings;
     const auto now = Clock::now();

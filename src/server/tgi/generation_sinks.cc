@@ -88,10 +88,12 @@ CollectingSink::~CollectingSink() {
 }
 
 bool CollectingSink::on_token(const TokenEvent& event) {
+  if (!first_token_) first_token_ = Clock::now();
   SequenceText::Step step = text_.add(event);
   if (!step.finish_reason) return true;
   done_ = true;
   SequenceOutcome outcome;
+  outcome.first_token = first_token_;
   outcome.sequence = text_.result(*step.finish_reason, seed_);
   outcome.mean_logprob = text_.mean_logprob();
   outcome.input_length = text_.input_length();

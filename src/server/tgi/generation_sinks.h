@@ -54,6 +54,7 @@ struct SequenceOutcome {
   std::optional<ApiError> error;
   double mean_logprob = 0;
   uint32_t input_length = 0;
+  std::optional<Clock::time_point> first_token;  // when its first token arrived
 };
 
 class CollectingSink : public TokenSink {
@@ -72,6 +73,7 @@ class CollectingSink : public TokenSink {
   SequenceText text_;
   std::optional<uint64_t> seed_;
   Callback on_done_;
+  std::optional<Clock::time_point> first_token_;
   bool done_ = false;
 };
 
