@@ -25,8 +25,10 @@ std::string series(const std::string& name, const std::string& label,
 }  // namespace
 
 std::vector<double> Metrics::duration_buckets() {
+  // Multiplied step by step as TGI does, so that the `le` labels are TGI's to the last bit.
   std::vector<double> b;
-  for (int k = 1; k <= 35; ++k) b.push_back(0.0001 * std::pow(1.5, k));
+  double bound = 0.0001;
+  for (int k = 1; k <= 35; ++k) b.push_back(bound *= 1.5);
   return b;
 }
 

@@ -15,8 +15,8 @@ namespace lm {
 
 class Metrics {
  public:
-  // Buckets TGI configures: durations are 35 geometric bounds 0.0001 * 1.5^k; `max` / 100 steps
-  // for token counts.
+  // Buckets TGI configures: durations are 35 geometric bounds 0.0001 * 1.5^k (k = 1..35); `max`
+  // / 100 steps for token counts.
   static std::vector<double> duration_buckets();
   static std::vector<double> linear_buckets(double max, int count = 100);
 
