@@ -5,6 +5,8 @@ Inference Extension reads are there too."""
 import threading
 import time
 
+import pytest
+
 from conftest import gen_body, parse_metrics
 
 # Spec §3.2, every name TGI's router exports. Two never show up after a healthy load:
@@ -133,10 +135,15 @@ def test_every_tgi_metric_is_served_and_moves_under_a_mixed_load(server):
     assert after["tgi_batch_current_size"] == 0 and after["tgi_batch_current_max_tokens"] == 0
 
 
-def test_a_generate_reports_its_inference_time(server):
-    """Non-streamed too: inference runs from the first token to the end, so it is not zero."""
+@pytest.mark.parametrize("path, body", [
+    ("/generate", gen_body(COUNTING, max_new_tokens=8)),
+    ("/v1/completions", {"prompt": COUNTING, "max_tokens": 8}),
+])  # fmt: skip
+def test_a_non_streamed_request_reports_its_inference_time(server, path, body):
+    """Inference runs from the first token to the end, so it is not zero without a stream."""
     _, before = idle_metrics(server)
-    assert server.post("/generate", gen_body(COUNTING, max_new_tokens=8)).status_code == 200
+    r = server.post(path, body)
+    assert r.status_code == 200, r.text
     _, after = idle_metrics(server)
     assert delta(after, before, "tgi_request_inference_duration_count") == 1
     assert delta(after, before, "tgi_request_inference_duration_sum") > 0

@@ -24,12 +24,14 @@ void OpenAiCall::start_stream() {
       200, stream_response_headers(state_.compute_type, settings_.compute_characters));
 }
 
+void OpenAiCall::token_arrived() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!clock_.first_token) clock_.first_token = Clock::now();
+}
+
 void OpenAiCall::write(const std::string& sse) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!failed_) {
-    if (!clock_.first_token) clock_.first_token = Clock::now();
-    response_->write(sse);
-  }
+  if (!failed_) response_->write(sse);
 }
 
 bool OpenAiCall::cancelled() const {
@@ -117,6 +119,7 @@ ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) 
 
 bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   if (done_) return false;
+  call_->token_arrived();
   const size_t offset_before = options_.echo.size() + filter_.released().size();
   SequenceText::Step step = text_.add(event);
   // Special tokens (the EOS) show as "" and never take part in stop strings.

@@ -47,6 +47,8 @@ class OpenAiCall {
 
   // Starts the SSE response (stream) before any choice runs.
   void start_stream();
+  // A choice got a token: the first one ends the request's queue time.
+  void token_arrived();
   void write(const std::string& sse);
   void choice_done(size_t slot, Choice choice);
   // The request failed (the engine, or a submit): an error answer or stream event, once.
