@@ -103,14 +103,23 @@ void Engine::step() {
   ++total_steps_;
   drop_cancelled();
   ScheduledBatch batch = scheduler_.schedule();
-  publish_stats(batch.num_tokens());    // /metrics sees the batch while it computes
-  if (batch.empty()) return;            // everything left was cancelled
+  publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
+  if (batch.empty()) return;          // everything left was cancelled
+  notify_admitted(batch);
   StepStats stats = count_step(batch);  // before update advances the sequences
   compute(batch, stats);
   // After the step, never inside it; before the stats show it done, so that a /metrics that
   // shows an idle engine holds every step's metrics.
   if (observer_) observer_(stats);
   publish_stats(batch.num_tokens());
+}
+
+void Engine::notify_admitted(const ScheduledBatch& batch) {
+  // The admitted entries are the batch's last ones.
+  for (size_t i = batch.sequences.size() - static_cast<size_t>(batch.num_admitted);
+       i < batch.sequences.size(); ++i) {
+    batch.sequences[i].sequence->sink->on_scheduled();
+  }
 }
 
 void Engine::compute(const ScheduledBatch& batch, StepStats& stats) {

@@ -69,6 +69,8 @@ class Engine {
 
   void run();
   void step();
+  // Tells the sinks of the sequences the batch admitted that they left the queue.
+  void notify_admitted(const ScheduledBatch& batch);
   // Executes the batch, applies and delivers its results (or fails it), timing each part.
   void compute(const ScheduledBatch& batch, StepStats& stats);
   void drop_cancelled();

@@ -1,6 +1,6 @@
 // StepStats: the counts of hand-built scheduler batches (admission, chunked prompts, decodes,
-// joining a running batch, recompute after preemption), and the Engine handing one to its
-// observer after each step with the executor's timings and failures.
+// joining a running batch, recompute after preemption), the Engine handing one to its observer
+// after each step with the executor's timings and failures, and telling a sink its admission.
 #include "engine/step_stats.h"
 
 #include <gtest/gtest.h>
@@ -105,12 +105,17 @@ class TimedExecutor final : public Executor {
   ExecuteTimings last_timings() const override { return {0.25, 0.5, 0.125}; }
 };
 
-// Counts tokens and errors; done after `expected` calls.
+// Done at its last token or error; counts admissions and tokens.
 class CountingSink final : public TokenSink {
  public:
   bool on_token(const TokenEvent& event) override {
+    ++num_tokens;
     if (event.finish_reason) finish();
     return true;
+  }
+  void on_scheduled() override {
+    if (num_tokens == 0) ++num_scheduled_before_tokens;
+    ++num_scheduled;
   }
   void on_error(const std::string&) override { finish(); }
   bool cancelled() const override { return false; }
@@ -118,6 +123,11 @@ class CountingSink final : public TokenSink {
     std::unique_lock lock(mutex_);
     ASSERT_TRUE(done_cv_.wait_for(lock, 10s, [&] { return done_; }));
   }
+
+  // Engine thread only until done.
+  int num_tokens = 0;
+  int num_scheduled = 0;
+  int num_scheduled_before_tokens = 0;
 
  private:
   void finish() {
@@ -156,6 +166,11 @@ TEST(StepStats, TheEngineObservesEveryStepAfterItRan) {
   EXPECT_GE(seen[0].deliver_seconds, 0.0);
   EXPECT_TRUE(seen[2].failed);
   EXPECT_EQ(counts(seen[2]), Counts(1, 1, 3, 0, 1));
+  // Each sink heard of its admission once, before its first token.
+  EXPECT_EQ(ok->num_tokens, 2);
+  EXPECT_EQ(ok->num_scheduled, 1);
+  EXPECT_EQ(ok->num_scheduled_before_tokens, 1);
+  EXPECT_EQ(failing->num_scheduled, 1);
 }
 
 }  // namespace

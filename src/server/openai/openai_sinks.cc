@@ -24,9 +24,9 @@ void OpenAiCall::start_stream() {
       200, stream_response_headers(state_.compute_type, settings_.compute_characters));
 }
 
-void OpenAiCall::token_arrived() {
+void OpenAiCall::scheduled() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!clock_.first_token) clock_.first_token = Clock::now();
+  if (!clock_.scheduled) clock_.scheduled = Clock::now();
 }
 
 void OpenAiCall::write(const std::string& sse) {
@@ -94,7 +94,9 @@ void OpenAiCall::answer() {
   GenerateTimings timings;
   timings.total = now - clock_.start;
   timings.validation = clock_.enqueued - clock_.start;
-  timings.inference = now - clock_.enqueued;
+  const auto scheduled = clock_.scheduled.value_or(now);
+  timings.queue = scheduled - clock_.enqueued;
+  timings.inference = now - scheduled;
   HttpResponse out;
   out.headers = generate_response_headers(state_.compute_type, settings_.compute_characters,
                                           timings, usage.prompt_tokens, usage.completion_tokens);
@@ -119,7 +121,6 @@ ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) 
 
 bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   if (done_) return false;
-  call_->token_arrived();
   const size_t offset_before = options_.echo.size() + filter_.released().size();
   SequenceText::Step step = text_.add(event);
   // Special tokens (the EOS) show as "" and never take part in stop strings.
