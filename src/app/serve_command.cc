@@ -20,6 +20,7 @@
 #include "runtime/warmup.h"
 #include "server/router.h"
 #include "server/state/server_state.h"
+#include "server/state/tgi_metrics.h"
 #include "server/transport/http_server.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer_config.h"
@@ -184,9 +185,11 @@ int run_server(const LauncherArgs& args) {
   log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
                        kv_num_blocks(engine_config), engine_config.block_size,
                        engine_config.prefix_caching ? "on" : "off"));
-  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config));
-
+  // The state outlives the engine: the engine thread records each step into its metrics.
   ServerState state;
+  register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
+  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config),
+                [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); });
   state.tokenizer = tokenizer->get();
   state.engine = &engine;
   ServerSettings& served = state.settings;
@@ -224,7 +227,6 @@ int run_server(const LauncherArgs& args) {
     state.bos_token = *tokenizer_config->bos_token;
   if (tokenizer_config && tokenizer_config->eos_token)
     state.eos_token = *tokenizer_config->eos_token;
-  register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
 
   HttpServerConfig http;
   http.hostname = args.hostname;

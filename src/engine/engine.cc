@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -8,6 +9,20 @@
 
 namespace lm {
 namespace {
+
+// Seconds since the last lap (or construction), for StepStats.
+class StepTimer {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 auto in(const std::vector<int64_t>& seq_ids) {
   return [&seq_ids](const Sequence& seq) {
@@ -17,8 +32,11 @@ auto in(const std::vector<int64_t>& seq_ids) {
 
 }  // namespace
 
-Engine::Engine(EngineConfig config, std::unique_ptr<Executor> executor)
-    : config_(config), scheduler_(std::move(config)), executor_(std::move(executor)) {
+Engine::Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer)
+    : config_(config),
+      scheduler_(std::move(config)),
+      executor_(std::move(executor)),
+      observer_(std::move(observer)) {
   LM_CHECK(executor_ != nullptr);
   thread_ = std::thread([this] { run(); });
 }
@@ -87,13 +105,37 @@ void Engine::step() {
   ScheduledBatch batch = scheduler_.schedule();
   publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
   if (batch.empty()) return;          // everything left was cancelled
-  Result<std::vector<SampleResult>> samples = executor_->execute(batch);
-  if (samples.ok()) {
-    deliver(scheduler_.update(batch, *samples));
-  } else {
-    fail_batch(batch, samples.error().message);
-  }
+  notify_admitted(batch);
+  StepStats stats = count_step(batch);  // before update advances the sequences
+  compute(batch, stats);
+  // After the step, never inside it; before the stats show it done, so that a /metrics that
+  // shows an idle engine holds every step's metrics.
+  if (observer_) observer_(stats);
   publish_stats(batch.num_tokens());
+}
+
+void Engine::notify_admitted(const ScheduledBatch& batch) {
+  // The admitted entries are the batch's last ones.
+  for (size_t i = batch.sequences.size() - static_cast<size_t>(batch.num_admitted);
+       i < batch.sequences.size(); ++i) {
+    batch.sequences[i].sequence->sink->on_scheduled();
+  }
+}
+
+void Engine::compute(const ScheduledBatch& batch, StepStats& stats) {
+  StepTimer timer;
+  Result<std::vector<SampleResult>> samples = executor_->execute(batch);
+  stats.execute_seconds = timer.lap();
+  stats.executor = executor_->last_timings();
+  if (!samples.ok()) {
+    stats.failed = true;
+    fail_batch(batch, samples.error().message);
+    return;
+  }
+  StepOutput out = scheduler_.update(batch, *samples);
+  stats.update_seconds = timer.lap();
+  deliver(out);
+  stats.deliver_seconds = timer.lap();
 }
 
 void Engine::fail_batch(const ScheduledBatch& batch, const std::string& message) {

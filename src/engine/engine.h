@@ -15,6 +15,7 @@
 #include "engine/engine_request.h"
 #include "engine/executor.h"
 #include "engine/scheduler.h"
+#include "engine/step_stats.h"
 #include "engine/token_sink.h"
 
 namespace lm {
@@ -37,8 +38,9 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Starts the engine thread; it sleeps until a request arrives.
-  Engine(EngineConfig config, std::unique_ptr<Executor> executor);
+  // Starts the engine thread; it sleeps until a request arrives. `observer`, if set, gets the
+  // StepStats of every step that computed a batch, on the engine thread, after the step.
+  Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer = {});
   // stop()s if neither stop() nor drain() ran.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -67,6 +69,10 @@ class Engine {
 
   void run();
   void step();
+  // Tells the sinks of the sequences the batch admitted that they left the queue.
+  void notify_admitted(const ScheduledBatch& batch);
+  // Executes the batch, applies and delivers its results (or fails it), timing each part.
+  void compute(const ScheduledBatch& batch, StepStats& stats);
   void drop_cancelled();
   void deliver(const StepOutput& out);
   void fail_batch(const ScheduledBatch& batch, const std::string& message);
@@ -77,6 +83,7 @@ class Engine {
   const EngineConfig config_;
   Scheduler scheduler_;  // engine thread only
   std::unique_ptr<Executor> executor_;
+  const StepObserver observer_;
   int64_t total_steps_ = 0;  // engine thread only
 
   mutable std::mutex mutex_;  // guards everything below

@@ -13,6 +13,13 @@
 
 namespace lm {
 
+// Where the last execute() spent its time, in seconds; 0 for what an executor does not measure.
+struct ExecuteTimings {
+  double prepare_seconds = 0;  // the batch turned into flat inputs
+  double forward_seconds = 0;  // the model's forward over every scheduled token
+  double sample_seconds = 0;   // logits to tokens
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -29,6 +36,9 @@ class Executor {
   // The sequence left the engine (finished, stopped, cancelled, failed): free its state. May name
   // a sequence the executor never saw (it was removed while waiting).
   virtual void release(int64_t seq_id) = 0;
+
+  // How the last execute() spent its time (for the engine's StepStats).
+  virtual ExecuteTimings last_timings() const { return {}; }
 };
 
 }  // namespace lm

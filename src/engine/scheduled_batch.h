@@ -34,6 +34,9 @@ struct ScheduledSequence {
 
 struct ScheduledBatch {
   std::vector<ScheduledSequence> sequences;  // running sequences first, in admission order
+  // The last num_admitted entries left the queue this step (TGI's "next batch"); the others were
+  // running before it.
+  int64_t num_admitted = 0;
 
   bool empty() const { return sequences.empty(); }
   int64_t num_tokens() const {

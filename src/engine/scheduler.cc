@@ -191,6 +191,7 @@ ScheduledBatch Scheduler::schedule() {
     prefill_budget -= n;
     hash_blocks(seq, num_cached_tokens + n, pending);
     batch.sequences.push_back(entry(seq, n));
+    ++batch.num_admitted;
   }
   return batch;
 }

@@ -28,6 +28,9 @@ class TokenSink {
   // Polled between steps: true when the client is gone, so the request is dropped and its
   // resources freed without another call.
   virtual bool cancelled() const = 0;
+  // The request left the queue for the running batch (again after a preemption), before that
+  // step computes: where TGI's queue time ends and its inference time starts.
+  virtual void on_scheduled() {}
 };
 
 }  // namespace lm

@@ -1,6 +1,7 @@
 #include "runtime/model_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <span>
 #include <string>
@@ -8,6 +9,16 @@
 #include "runtime/request_check.h"
 
 namespace lm {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point& last) {
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - last).count();
+  last = now;
+  return seconds;
+}
+
+}  // namespace
 
 ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config)
     : model_(model), pool_(pool), kv_(model.config(), kv_num_blocks(config), config.block_size) {}
@@ -28,10 +39,14 @@ Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
 
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
   std::vector<SampleResult> samples;
+  timings_ = {};
   if (batch.empty()) return samples;
+  auto clock = std::chrono::steady_clock::now();
   // One forward for every scheduled token: each weight matrix is read once per step.
   inputs_.build(batch, kv_.block_size(), kv_.num_blocks());
+  timings_.prepare_seconds = seconds_since(clock);
   model_.forward_batch(inputs_.view(), kv_.view(), logits_, pool_);
+  timings_.forward_seconds = seconds_since(clock);
   if (reject_non_finite_logits_ &&
       !std::all_of(logits_.begin(), logits_.end(), [](float x) { return std::isfinite(x); })) {
     return Error{"the forward of " + std::to_string(batch.num_tokens()) +
@@ -47,6 +62,7 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
     sampler.observe(token.id);
     samples.push_back(std::move(token));
   }
+  timings_.sample_seconds = seconds_since(clock);
   return samples;
 }
 

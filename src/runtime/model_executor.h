@@ -28,6 +28,7 @@ class ModelExecutor final : public Executor {
   Status check_request(const EngineRequest& request) const override;
   Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) override;
   void release(int64_t seq_id) override;
+  ExecuteTimings last_timings() const override { return timings_; }
 
   // Fail a step whose sampled rows hold a NaN or infinite logit instead of sampling from it
   // (the sampler treats NaN as -inf). Warm-up turns it on, so a broken model fails before
@@ -50,6 +51,7 @@ class ModelExecutor final : public Executor {
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
   bool reject_non_finite_logits_ = false;
+  ExecuteTimings timings_;  // of the last execute()
 };
 
 }  // namespace lm

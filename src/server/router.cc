@@ -7,6 +7,7 @@
 
 #include "server/openai/openai_handler.h"
 #include "server/openapi.h"
+#include "server/state/tgi_metrics.h"
 #include "server/text/token_offsets.h"
 #include "server/tgi/generate_handler.h"
 #include "server/tgi/generate_request.h"
@@ -101,29 +102,7 @@ void respond_health(ServerState& state, HttpRequest, std::shared_ptr<ResponseStr
 }
 
 void respond_metrics(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
-  const EngineStats stats = state.engine->stats();
-  state.metrics.set_gauge("tgi_queue_size", static_cast<double>(stats.num_waiting));
-  state.metrics.set_gauge("tgi_batch_current_size", static_cast<double>(stats.num_running));
-  state.metrics.set_gauge("tgi_batch_current_max_tokens",
-                          static_cast<double>(stats.num_reserved_tokens));
-  // KV cache and prefix cache (no TGI equivalent; named in TGI's style).
-  state.metrics.set_gauge("tgi_kv_cache_blocks_used", static_cast<double>(stats.num_blocks_used));
-  state.metrics.set_gauge("tgi_kv_cache_blocks_total", static_cast<double>(stats.num_blocks_total));
-  state.metrics.set_gauge(
-      "tgi_kv_cache_usage",
-      stats.num_blocks_total > 0
-          ? static_cast<double>(stats.num_blocks_used) / static_cast<double>(stats.num_blocks_total)
-          : 0.0);
-  state.metrics.set_counter("tgi_prefix_cache_query_tokens",
-                            static_cast<double>(stats.prefix_cache_query_tokens));
-  state.metrics.set_counter("tgi_prefix_cache_hit_tokens",
-                            static_cast<double>(stats.prefix_cache_hit_tokens));
-  state.metrics.set_gauge("tgi_prefix_cache_hit_rate",
-                          stats.prefix_cache_query_tokens > 0
-                              ? static_cast<double>(stats.prefix_cache_hit_tokens) /
-                                    static_cast<double>(stats.prefix_cache_query_tokens)
-                              : 0.0);
-  state.metrics.set_counter("tgi_request_preemptions", static_cast<double>(stats.num_preemptions));
+  publish_engine_stats(state.metrics, state.engine->stats());
   response->respond({200, {{"Content-Type", "text/plain; version=0.0.4"}}, state.metrics.render()});
 }
 

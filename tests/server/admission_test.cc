@@ -9,6 +9,7 @@
 
 #include "../tokenizer/tiny_vocab.h"
 #include "server/openai/openai_request.h"
+#include "server/state/tgi_metrics.h"
 #include "server/tgi/generate_request.h"
 #include "template/chat_template.h"
 

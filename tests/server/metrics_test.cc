@@ -1,5 +1,6 @@
 #include "server/metrics/metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace lm {
@@ -44,6 +45,28 @@ TEST(Metrics, DurationBucketsMatchTgi) {
   ASSERT_EQ(b.size(), 35u);
   EXPECT_NEAR(b.front(), 0.00015, 1e-12);
   EXPECT_NEAR(b.back(), 145.611, 1e-3);
+  // TGI multiplies step by step; 0.0001 * 1.5^k would differ in the last bit of most bounds
+  // (this one: 0.0038443359375000003), and so would the rendered `le` label.
+  EXPECT_EQ(fmt::format("{}", b[8]), "0.0038443359374999994");
+  EXPECT_EQ(fmt::format("{}", b.back()), "145.61096060497135");
+}
+
+TEST(Metrics, SummariesRenderNearestRankQuantiles) {
+  Metrics m;
+  m.set_summary("tgi_request_skipped_tokens");
+  EXPECT_EQ(m.render(), "");  // declared, not yet observed
+  for (int v : {3, 1, 2, 10, 4, 5, 6, 7, 8, 9}) m.observe("tgi_request_skipped_tokens", v);
+  EXPECT_EQ(m.render(),
+            "# TYPE tgi_request_skipped_tokens summary\n"
+            "tgi_request_skipped_tokens{quantile=\"0\"} 1\n"
+            "tgi_request_skipped_tokens{quantile=\"0.5\"} 5\n"
+            "tgi_request_skipped_tokens{quantile=\"0.9\"} 9\n"
+            "tgi_request_skipped_tokens{quantile=\"0.95\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"0.99\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"0.999\"} 10\n"
+            "tgi_request_skipped_tokens{quantile=\"1\"} 10\n"
+            "tgi_request_skipped_tokens_sum 55\n"
+            "tgi_request_skipped_tokens_count 10\n\n");
 }
 
 TEST(Metrics, GaugesSetAndAdd) {

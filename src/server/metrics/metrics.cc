@@ -1,6 +1,7 @@
 #include "server/metrics/metrics.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
@@ -24,8 +25,10 @@ std::string series(const std::string& name, const std::string& label,
 }  // namespace
 
 std::vector<double> Metrics::duration_buckets() {
+  // Multiplied step by step as TGI does, so that the `le` labels are TGI's to the last bit.
   std::vector<double> b;
-  for (int k = 1; k <= 35; ++k) b.push_back(0.0001 * std::pow(1.5, k));
+  double bound = 0.0001;
+  for (int k = 1; k <= 35; ++k) b.push_back(bound *= 1.5);
   return b;
 }
 
@@ -43,6 +46,11 @@ void Metrics::describe(const std::string& name, const std::string& help) {
 void Metrics::set_buckets(const std::string& name, std::vector<double> bounds) {
   std::lock_guard<std::mutex> lock(mutex_);
   bounds_[name] = std::move(bounds);
+}
+
+void Metrics::set_summary(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  summary_names_.insert(name);
 }
 
 void Metrics::increment(const std::string& name, const std::string& label, double by) {
@@ -67,6 +75,13 @@ void Metrics::add_gauge(const std::string& name, double delta) {
 
 void Metrics::observe(const std::string& name, double value, const std::string& label) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (summary_names_.contains(name)) {
+    Summary& s = summaries_[name][label];
+    ++s.counts[value];
+    ++s.count;
+    s.sum += value;
+    return;
+  }
   auto b = bounds_.find(name);
   LM_CHECK_MSG(b != bounds_.end(), "histogram observed before set_buckets");
   Histogram& h = histograms_[name][label];
@@ -124,7 +139,33 @@ std::string Metrics::render() const {
     }
     out += "\n";
   }
+  render_summaries(out);
   return out;
+}
+
+void Metrics::render_summaries(std::string& out) const {
+  for (const auto& [name, by_label] : summaries_) {
+    if (auto h = help_.find(name); h != help_.end())
+      out += "# HELP " + name + " " + h->second + "\n";
+    out += "# TYPE " + name + " summary\n";
+    for (const auto& [label, s] : by_label) {
+      for (double q : {0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0}) {
+        // Nearest rank: the smallest value with at least ceil(q * count) observations at or below.
+        const auto rank = std::max<uint64_t>(
+            1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(s.count))));
+        uint64_t seen = 0;
+        double v = 0;
+        for (const auto& [value, n] : s.counts) {
+          v = value;
+          if ((seen += n) >= rank) break;
+        }
+        out += series(name, label, "quantile=\"" + number(q) + "\"") + " " + number(v) + "\n";
+      }
+      out += series(name + "_sum", label) + " " + number(s.sum) + "\n";
+      out += series(name + "_count", label) + " " + std::to_string(s.count) + "\n";
+    }
+    out += "\n";
+  }
 }
 
 }  // namespace lm

@@ -1,11 +1,13 @@
 // A small Prometheus registry with TGI's exposition rules: counters without a _total suffix,
-// series that appear only after their first recording, histograms with fixed buckets, one label
-// per labelled series. Thread-safe (HTTP threads and the engine thread record concurrently).
+// series that appear only after their first recording, histograms with fixed buckets (or, with
+// none, summaries), one label per labelled series. Thread-safe (HTTP threads and the engine
+// thread record concurrently).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,14 +15,18 @@ namespace lm {
 
 class Metrics {
  public:
-  // Buckets TGI configures: durations are 35 geometric bounds 0.0001 * 1.5^k; `max` / 100 steps
-  // for token counts.
+  // Buckets TGI configures: durations are 35 geometric bounds 0.0001 * 1.5^k (k = 1..35); `max`
+  // / 100 steps for token counts.
   static std::vector<double> duration_buckets();
   static std::vector<double> linear_buckets(double max, int count = 100);
 
   void describe(const std::string& name, const std::string& help);
   // Histograms need their buckets declared once before observe().
   void set_buckets(const std::string& name, std::vector<double> bounds);
+  // A histogram TGI gives no buckets, which its exporter renders as a summary: quantiles 0, 0.5,
+  // 0.9, 0.95, 0.99, 0.999 and 1 (here over every value since start, not a rolling window), _sum
+  // and _count. NOTE: values are kept as a count per distinct value: for small integer counts.
+  void set_summary(const std::string& name);
 
   // `label` is "" or one `key="value"` pair, e.g. `err="validation"`.
   void increment(const std::string& name, const std::string& label = "", double by = 1);
@@ -41,12 +47,20 @@ class Metrics {
     uint64_t count = 0;
     double sum = 0;
   };
+  struct Summary {
+    std::map<double, uint64_t> counts;  // value -> times observed
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  void render_summaries(std::string& out) const;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> help_;
   std::map<std::string, std::vector<double>> bounds_;
   std::map<std::string, std::map<std::string, double>> counters_;  // name -> label -> value
   std::map<std::string, double> gauges_;
   std::map<std::string, std::map<std::string, Histogram>> histograms_;
+  std::set<std::string> summary_names_;
+  std::map<std::string, std::map<std::string, Summary>> summaries_;
 };
 
 }  // namespace lm

@@ -92,6 +92,7 @@ struct ChatRoute {
     return out;
   }
   static bool echo(const ChatRequest&) { return false; }
+  static size_t num_prompts(const ChatRequest&) { return 1; }
 };
 
 struct CompletionRoute {
@@ -117,6 +118,9 @@ struct CompletionRoute {
     return out;
   }
   static bool echo(const CompletionRequest& completion) { return completion.echo; }
+  static size_t num_prompts(const CompletionRequest& completion) {
+    return completion.prompts.size();
+  }
 };
 
 // Parse (the route's shape), the route's own field rules, admission, then one sink per choice.
@@ -133,6 +137,8 @@ void serve_openai(ServerState& state, const HttpRequest& request,
   if (auto error = Route::validate(body, state.settings)) {
     return respond_json_error(state, *response, *error, kValidation);
   }
+  // NOTE: TGI counts the route once and each prompt's generation again (a chat counts twice).
+  state.metrics.increment("tgi_request_count", "", static_cast<double>(Route::num_prompts(body)));
   auto admitted = admit(state, Route::admission_request(body));
   if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
     return respond_json_error(state, *response, failure->error, failure->metric_label);
@@ -160,6 +166,7 @@ void handle_chat_tokenize(ServerState& state, HttpRequest request,
     return respond_rejection(*response, *rejection);
   }
   const ChatRequest chat = std::move(std::get<ChatRequest>(parsed));
+  state.metrics.increment("tgi_request_count");  // as TGI does, though nothing is generated
   if (auto error = ChatRoute::validate(chat, state.settings)) {
     return respond_json_error(state, *response, *error, nullptr);
   }

@@ -24,12 +24,14 @@ void OpenAiCall::start_stream() {
       200, stream_response_headers(state_.compute_type, settings_.compute_characters));
 }
 
+void OpenAiCall::scheduled() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!clock_.scheduled) clock_.scheduled = Clock::now();
+}
+
 void OpenAiCall::write(const std::string& sse) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!failed_) {
-    if (!clock_.first_token) clock_.first_token = Clock::now();
-    response_->write(sse);
-  }
+  if (!failed_) response_->write(sse);
 }
 
 bool OpenAiCall::cancelled() const {
@@ -92,7 +94,9 @@ void OpenAiCall::answer() {
   GenerateTimings timings;
   timings.total = now - clock_.start;
   timings.validation = clock_.enqueued - clock_.start;
-  timings.inference = now - clock_.enqueued;
+  const auto scheduled = clock_.scheduled.value_or(now);
+  timings.queue = scheduled - clock_.enqueued;
+  timings.inference = now - scheduled;
   HttpResponse out;
   out.headers = generate_response_headers(state_.compute_type, settings_.compute_characters,
                                           timings, usage.prompt_tokens, usage.completion_tokens);

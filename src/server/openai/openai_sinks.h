@@ -47,6 +47,8 @@ class OpenAiCall {
 
   // Starts the SSE response (stream) before any choice runs.
   void start_stream();
+  // A choice joined the running batch: the first one ends the request's queue time.
+  void scheduled();
   void write(const std::string& sse);
   void choice_done(size_t slot, Choice choice);
   // The request failed (the engine, or a submit): an error answer or stream event, once.
@@ -85,6 +87,7 @@ class OpenAiChoiceSink : public TokenSink {
   bool on_token(const TokenEvent& event) override;
   void on_error(const std::string& message) override;
   bool cancelled() const override { return call_->cancelled(); }
+  void on_scheduled() override { call_->scheduled(); }
 
  private:
   ChatTokenLogprob chat_logprob(const SequenceText::Step& step) const;

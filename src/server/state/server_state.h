@@ -67,7 +67,4 @@ inline std::optional<ConcurrencyPermit> ConcurrencyPermit::try_acquire(ServerSta
   return ConcurrencyPermit(&state, count);
 }
 
-// Registers TGI's metric descriptions and histogram buckets.
-void register_tgi_metrics(Metrics& metrics, int64_t max_input_tokens, int64_t max_total_tokens);
-
 }  // namespace lm

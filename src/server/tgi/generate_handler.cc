@@ -63,13 +63,19 @@ struct CandidateCollector {
         if (it != best) body.best_of_sequences->push_back(*it->sequence);
       }
     }
+    // The queue time ends when the first candidate joined the running batch.
+    for (const auto& o : outcomes) {
+      if (o.scheduled && (!clock.scheduled || *o.scheduled < *clock.scheduled))
+        clock.scheduled = o.scheduled;
+    }
     record_success(state.metrics, clock, body.result.generated_tokens);
     GenerateTimings timings;
     const auto now = Clock::now();
     timings.total = now - clock.start;
     timings.validation = clock.enqueued - clock.start;
-    timings.queue = std::chrono::nanoseconds(0);
-    timings.inference = now - clock.enqueued;
+    const auto scheduled = clock.scheduled.value_or(now);
+    timings.queue = scheduled - clock.enqueued;
+    timings.inference = now - scheduled;
     HttpResponse out;
     out.headers = generate_response_headers(state.compute_type, compute_characters, timings,
                                             best->input_length, body.result.generated_tokens);

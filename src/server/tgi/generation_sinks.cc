@@ -11,17 +11,15 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 void record_success(Metrics& metrics, const RequestClock& clock, uint32_t generated_tokens) {
   const auto now = Clock::now();
-  const auto first = clock.first_token.value_or(now);
+  const auto scheduled = clock.scheduled.value_or(now);
   metrics.increment("tgi_request_success");
   metrics.observe("tgi_request_duration", seconds(now - clock.start));
   metrics.observe("tgi_request_validation_duration", seconds(clock.enqueued - clock.start));
-  // NOTE: the engine does not report when a sequence joins a batch, so queue time here ends at
-  // the first token (it includes the prefill) and inference time starts there.
-  metrics.observe("tgi_request_queue_duration", seconds(first - clock.enqueued));
-  metrics.observe("tgi_request_inference_duration", seconds(now - first));
+  metrics.observe("tgi_request_queue_duration", seconds(scheduled - clock.enqueued));
+  metrics.observe("tgi_request_inference_duration", seconds(now - scheduled));
   if (generated_tokens > 0) {
     metrics.observe("tgi_request_mean_time_per_token_duration",
-                    seconds(now - first) / generated_tokens);
+                    seconds(now - scheduled) / generated_tokens);
   }
   metrics.observe("tgi_request_generated_tokens", generated_tokens);
 }
@@ -44,8 +42,11 @@ StreamSink::~StreamSink() {
   }
 }
 
+void StreamSink::on_scheduled() {
+  if (!clock_.scheduled) clock_.scheduled = Clock::now();  // the first time, not a re-admission
+}
+
 bool StreamSink::on_token(const TokenEvent& event) {
-  if (!clock_.first_token) clock_.first_token = Clock::now();
   SequenceText::Step step = text_.add(event);
   StreamTokenEvent sse;
   sse.index = text_.num_generated();
@@ -87,11 +88,16 @@ CollectingSink::~CollectingSink() {
   if (!done_) state_.metrics.increment("tgi_request_failure", "err=\"dropped\"");
 }
 
+void CollectingSink::on_scheduled() {
+  if (!scheduled_) scheduled_ = Clock::now();
+}
+
 bool CollectingSink::on_token(const TokenEvent& event) {
   SequenceText::Step step = text_.add(event);
   if (!step.finish_reason) return true;
   done_ = true;
   SequenceOutcome outcome;
+  outcome.scheduled = scheduled_;
   outcome.sequence = text_.result(*step.finish_reason, seed_);
   outcome.mean_logprob = text_.mean_logprob();
   outcome.input_length = text_.input_length();

@@ -22,7 +22,8 @@ using Clock = std::chrono::steady_clock;
 struct RequestClock {
   Clock::time_point start;     // request received
   Clock::time_point enqueued;  // submitted to the engine
-  std::optional<Clock::time_point> first_token;
+  // Joined the running batch (TokenSink::on_scheduled): the queue time ends, inference starts.
+  std::optional<Clock::time_point> scheduled;
 };
 
 // Records TGI's per-request success metrics.
@@ -37,6 +38,7 @@ class StreamSink : public TokenSink {
   bool on_token(const TokenEvent& event) override;
   void on_error(const std::string& message) override;
   bool cancelled() const override { return response_->closed(); }
+  void on_scheduled() override;
 
  private:
   ServerState& state_;
@@ -54,6 +56,7 @@ struct SequenceOutcome {
   std::optional<ApiError> error;
   double mean_logprob = 0;
   uint32_t input_length = 0;
+  std::optional<Clock::time_point> scheduled;  // when it joined the running batch
 };
 
 class CollectingSink : public TokenSink {
@@ -65,6 +68,7 @@ class CollectingSink : public TokenSink {
   bool on_token(const TokenEvent& event) override;
   void on_error(const std::string& message) override;
   bool cancelled() const override { return response_->closed(); }
+  void on_scheduled() override;
 
  private:
   ServerState& state_;
@@ -72,6 +76,7 @@ class CollectingSink : public TokenSink {
   SequenceText text_;
   std::optional<uint64_t> seed_;
   Callback on_done_;
+  std::optional<Clock::time_point> scheduled_;
   bool done_ = false;
 };
 

@@ -1,0 +1,128 @@
+#include "server/state/tgi_metrics.h"
+
+#include <string>
+
+namespace lm {
+
+void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_total_tokens) {
+  m.describe("tgi_request_success", "Number of successful requests");
+  m.describe("tgi_request_duration", "Request duration");
+  m.describe("tgi_request_validation_duration", "Request validation duration");
+  m.describe("tgi_request_queue_duration", "Request queue duration");
+  m.describe("tgi_request_inference_duration", "Request inference duration");
+  m.describe("tgi_request_mean_time_per_token_duration", "Mean time per token per request");
+  m.describe("tgi_request_generated_tokens", "Generated tokens per request");
+  m.describe("tgi_batch_inference_count", "Inference calls per method (prefill or decode)");
+  m.describe("tgi_request_count", "Total number of requests");
+  m.describe("tgi_batch_inference_success",
+             "Number of successful inference calls per method (prefill or decode)");
+  m.describe("tgi_batch_current_size", "Current batch size");
+  m.describe("tgi_queue_size", "Current queue size");
+  m.describe("tgi_batch_current_max_tokens", "Maximum tokens for the current batch");
+  m.describe("tgi_request_max_new_tokens", "Maximum new tokens per request");
+  m.describe("tgi_batch_inference_duration", "Batch inference duration");
+  m.describe("tgi_batch_forward_duration", "Batch forward duration per method (prefill or decode)");
+  m.describe("tgi_request_skipped_tokens", "Speculated tokens per request");
+  m.describe("tgi_batch_filter_duration",
+             "Time spent filtering batches and sending generated tokens per method (prefill or "
+             "decode)");
+  m.describe("tgi_batch_decode_duration",
+             "Time spent decoding a batch per method (prefill or decode)");
+  m.describe("tgi_request_input_length", "Input token length per request");
+  m.describe("tgi_batch_next_size", "Batch size of the next batch");
+  // Ours (no TGI equivalent; named in TGI's style).
+  m.describe("tgi_kv_cache_blocks_used", "KV cache blocks held by running or cached sequences");
+  m.describe("tgi_kv_cache_blocks_total", "KV cache blocks in the pool");
+  m.describe("tgi_kv_cache_usage", "Share of KV cache blocks in use (0-1)");
+  m.describe("tgi_prefix_cache_query_tokens", "Prompt tokens looked up in the prefix cache");
+  m.describe("tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache");
+  m.describe("tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens");
+  m.describe("tgi_request_preemptions",
+             "Sequences preempted (recomputed later) for lack of KV blocks");
+  // The Gateway API Inference Extension's defaults (vLLM's names and help texts).
+  m.describe("vllm:num_requests_waiting", "Number of requests waiting to be processed.");
+  m.describe("vllm:num_requests_running", "Number of requests in model execution batches.");
+  m.describe("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
+  m.describe("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.");
+
+  // TGI configures buckets for every name ending in "duration".
+  for (const char* name :
+       {"tgi_request_duration", "tgi_request_validation_duration", "tgi_request_queue_duration",
+        "tgi_request_inference_duration", "tgi_request_mean_time_per_token_duration",
+        "tgi_batch_inference_duration", "tgi_batch_forward_duration", "tgi_batch_decode_duration",
+        "tgi_batch_filter_duration", "tgi_batch_concat_duration"}) {
+    m.set_buckets(name, Metrics::duration_buckets());
+  }
+  m.set_buckets("tgi_request_input_length",
+                Metrics::linear_buckets(static_cast<double>(max_input_tokens)));
+  m.set_buckets("tgi_request_generated_tokens",
+                Metrics::linear_buckets(static_cast<double>(max_total_tokens)));
+  m.set_buckets("tgi_request_max_new_tokens",
+                Metrics::linear_buckets(static_cast<double>(max_total_tokens)));
+  m.set_buckets("tgi_batch_next_size", Metrics::linear_buckets(1024, 1024));  // 1, 2, ..., 1024
+  // Its bucket configuration is commented out in TGI, so its exporter renders a summary.
+  m.set_summary("tgi_request_skipped_tokens");
+}
+
+const char* tgi_step_method(const StepStats& stats) {
+  return stats.num_admitted > 0 ? "prefill" : "decode";
+}
+
+void record_step(Metrics& m, const StepStats& s) {
+  const std::string method = std::string("method=\"") + tgi_step_method(s) + "\"";
+  // TGI's next_batch: a new batch left the queue; with running requests beside it, it was merged
+  // into the running batch (always reason "chunking": our prefill is chunked).
+  const bool concat = s.num_admitted > 0 && s.num_admitted < s.num_sequences;
+  if (s.num_admitted > 0) m.observe("tgi_batch_next_size", static_cast<double>(s.num_admitted));
+  if (concat) m.increment("tgi_batch_concat", "reason=\"chunking\"");
+  m.increment("tgi_batch_inference_count", method);
+  if (s.failed) {
+    m.increment("tgi_batch_inference_failure", method);
+    return;
+  }
+  // The shard's forward time; its decode time (logits to tokens, stopping criteria); the router's
+  // time to send tokens and drop finished requests; and the whole call.
+  m.observe("tgi_batch_forward_duration", s.executor.forward_seconds, method);
+  m.observe("tgi_batch_decode_duration", s.executor.sample_seconds + s.update_seconds, method);
+  m.observe("tgi_batch_filter_duration", s.deliver_seconds, method);
+  m.observe("tgi_batch_inference_duration",
+            s.execute_seconds + s.update_seconds + s.deliver_seconds, method);
+  // NOTE: we never concatenate batches; what takes its place is building the step's flat inputs
+  // with the admitted sequences in them. TGI labels it "decode" even on its prefill path.
+  if (concat) {
+    m.observe("tgi_batch_concat_duration", s.executor.prepare_seconds, "method=\"decode\"");
+  }
+  m.increment("tgi_batch_inference_success", method);
+  // One token per sampled sequence: no speculation, so never a skipped (extra) token.
+  for (int64_t i = 0; i < s.num_samples; ++i) m.observe("tgi_request_skipped_tokens", 0);
+}
+
+void publish_engine_stats(Metrics& m, const EngineStats& stats) {
+  const auto waiting = static_cast<double>(stats.num_waiting);
+  const auto running = static_cast<double>(stats.num_running);
+  const double kv_usage =
+      stats.num_blocks_total > 0
+          ? static_cast<double>(stats.num_blocks_used) / static_cast<double>(stats.num_blocks_total)
+          : 0.0;
+  m.set_gauge("tgi_queue_size", waiting);
+  m.set_gauge("tgi_batch_current_size", running);
+  m.set_gauge("tgi_batch_current_max_tokens", static_cast<double>(stats.num_reserved_tokens));
+  m.set_gauge("tgi_kv_cache_blocks_used", static_cast<double>(stats.num_blocks_used));
+  m.set_gauge("tgi_kv_cache_blocks_total", static_cast<double>(stats.num_blocks_total));
+  m.set_gauge("tgi_kv_cache_usage", kv_usage);
+  m.set_counter("tgi_prefix_cache_query_tokens",
+                static_cast<double>(stats.prefix_cache_query_tokens));
+  m.set_counter("tgi_prefix_cache_hit_tokens", static_cast<double>(stats.prefix_cache_hit_tokens));
+  m.set_gauge("tgi_prefix_cache_hit_rate",
+              stats.prefix_cache_query_tokens > 0
+                  ? static_cast<double>(stats.prefix_cache_hit_tokens) /
+                        static_cast<double>(stats.prefix_cache_query_tokens)
+                  : 0.0);
+  m.set_counter("tgi_request_preemptions", static_cast<double>(stats.num_preemptions));
+  m.set_gauge("vllm:num_requests_waiting", waiting);
+  m.set_gauge("vllm:num_requests_running", running);
+  m.set_gauge("vllm:kv_cache_usage_perc", kv_usage);
+  m.set_gauge("vllm:gpu_cache_usage_perc", kv_usage);
+}
+
+}  // namespace lm

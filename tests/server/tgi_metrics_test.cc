@@ -1,0 +1,217 @@
+// TGI's metric set as recorded: the tgi_batch_* family from hand-built StepStats (names, method
+// and reason labels, buckets, HELP texts, the mixed-step rule, failures), the skipped-tokens
+// summary, and the engine gauges under TGI's and the Gateway API Inference Extension's names.
+#include "server/state/tgi_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+
+namespace lm {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+// Number of rendered lines starting with `prefix`.
+int count_lines(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  for (size_t at = 0; (at = text.find("\n" + prefix, at)) != std::string::npos; ++at) ++n;
+  return n + (text.rfind(prefix, 0) == 0 ? 1 : 0);
+}
+
+// Every metric family name in `# TYPE` lines.
+std::set<std::string> families(const std::string& text) {
+  std::set<std::string> out;
+  const std::regex type_line("# TYPE (\\S+) \\S+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), type_line);
+       it != std::sregex_iterator(); ++it)
+    out.insert((*it)[1]);
+  return out;
+}
+
+StepStats prefill_step() {  // two requests leave the queue together: a new batch, no concat
+  StepStats s;
+  s.num_sequences = 2;
+  s.num_admitted = 2;
+  s.num_prefill_tokens = 12;
+  s.num_samples = 2;
+  // Powers of two, so that sums are exact.
+  s.execute_seconds = 0x1p-7;
+  s.executor = {.prepare_seconds = 0x1p-12, .forward_seconds = 0x1p-8, .sample_seconds = 0x1p-11};
+  s.update_seconds = 0x1p-13;
+  s.deliver_seconds = 0x1p-12;
+  return s;
+}
+
+StepStats mixed_step() {  // one newcomer's prompt beside two running decodes
+  StepStats s = prefill_step();
+  s.num_sequences = 3;
+  s.num_admitted = 1;
+  s.num_prefill_tokens = 5;
+  s.num_decode_tokens = 2;
+  s.num_samples = 3;
+  return s;
+}
+
+StepStats chunk_step() {  // a long prompt's next chunk beside a decode, nobody admitted
+  StepStats s = prefill_step();
+  s.num_admitted = 0;
+  s.num_prefill_tokens = 8;
+  s.num_decode_tokens = 1;
+  s.num_samples = 1;
+  return s;
+}
+
+class TgiMetrics : public ::testing::Test {
+ protected:
+  TgiMetrics() { register_tgi_metrics(m, 100, 200); }
+  Metrics m;
+};
+
+TEST_F(TgiMetrics, AStepThatAdmitsIsPrefillEvenMixedAnyOtherIsDecode) {
+  EXPECT_STREQ(tgi_step_method(prefill_step()), "prefill");
+  EXPECT_STREQ(tgi_step_method(mixed_step()), "prefill");
+  EXPECT_STREQ(tgi_step_method(chunk_step()), "decode");
+}
+
+TEST_F(TgiMetrics, StepsRecordTheBatchFamilyPerMethod) {
+  record_step(m, prefill_step());
+  record_step(m, mixed_step());
+  record_step(m, chunk_step());
+  const std::string text = m.render();
+  EXPECT_EQ(m.value("tgi_batch_inference_count", "method=\"prefill\""), 2);
+  EXPECT_EQ(m.value("tgi_batch_inference_success", "method=\"prefill\""), 2);
+  EXPECT_EQ(m.value("tgi_batch_inference_count", "method=\"decode\""), 1);
+  EXPECT_EQ(m.value("tgi_batch_inference_success", "method=\"decode\""), 1);
+  // Only the mixed step merged a new batch into a running one.
+  EXPECT_EQ(m.value("tgi_batch_concat", "reason=\"chunking\""), 1);
+  EXPECT_TRUE(has_line(text, "tgi_batch_concat_duration_count{method=\"decode\"} 1")) << text;
+  EXPECT_EQ(text.find("tgi_batch_concat_duration_count{method=\"prefill\"}"), std::string::npos);
+  EXPECT_EQ(text.find("tgi_batch_inference_failure"), std::string::npos);  // never recorded
+  for (const char* h : {"tgi_batch_inference_duration", "tgi_batch_forward_duration",
+                        "tgi_batch_decode_duration", "tgi_batch_filter_duration"}) {
+    const std::string name = h;
+    EXPECT_TRUE(has_line(text, name + "_count{method=\"prefill\"} 2")) << name;
+    EXPECT_TRUE(has_line(text, name + "_count{method=\"decode\"} 1")) << name;
+    // TGI's 35 duration bounds plus +Inf, per method.
+    EXPECT_EQ(count_lines(text, name + "_bucket{method=\"prefill\",le="), 36) << name;
+  }
+  // forward 0.0039 s: above the 9th bound 0.0001 * 1.5^9, within the 10th.
+  EXPECT_TRUE(has_line(
+      text, "tgi_batch_forward_duration_bucket{method=\"decode\",le=\"0.0038443359374999994\"} 0"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, "tgi_batch_forward_duration_bucket{method=\"decode\",le=\"0.00576650390625\"} 1"));
+  EXPECT_TRUE(has_line(text, "tgi_batch_forward_duration_sum{method=\"decode\"} 0.00390625"));
+  // The whole call: execute + update + deliver.
+  EXPECT_TRUE(
+      has_line(text, "tgi_batch_inference_duration_sum{method=\"decode\"} 0.0081787109375"));
+  // Decode: sampling + finish rules. Filter: delivering tokens.
+  EXPECT_TRUE(has_line(text, "tgi_batch_decode_duration_sum{method=\"decode\"} 0.0006103515625"));
+  EXPECT_TRUE(has_line(text, "tgi_batch_filter_duration_sum{method=\"decode\"} 0.000244140625"));
+  // Concatenation: building the inputs on the step that merged.
+  EXPECT_TRUE(has_line(text, "tgi_batch_concat_duration_sum{method=\"decode\"} 0.000244140625"));
+}
+
+TEST_F(TgiMetrics, NextSizeCountsTheAdmittedOn1To1024) {
+  record_step(m, prefill_step());
+  record_step(m, chunk_step());  // no new batch: not recorded
+  const std::string text = m.render();
+  EXPECT_EQ(count_lines(text, "tgi_batch_next_size_bucket{le="), 1025);
+  EXPECT_TRUE(has_line(text, "tgi_batch_next_size_bucket{le=\"1\"} 0"));
+  EXPECT_TRUE(has_line(text, "tgi_batch_next_size_bucket{le=\"2\"} 1"));
+  EXPECT_TRUE(has_line(text, "tgi_batch_next_size_bucket{le=\"1024\"} 1"));
+  EXPECT_TRUE(has_line(text, "tgi_batch_next_size_count 1"));
+  EXPECT_TRUE(has_line(text, "# HELP tgi_batch_next_size Batch size of the next batch"));
+}
+
+TEST_F(TgiMetrics, AFailedStepCountsAFailureAndNoDurations) {
+  StepStats s = chunk_step();
+  s.failed = true;
+  record_step(m, s);
+  const std::string text = m.render();
+  EXPECT_EQ(m.value("tgi_batch_inference_count", "method=\"decode\""), 1);
+  EXPECT_EQ(m.value("tgi_batch_inference_failure", "method=\"decode\""), 1);
+  EXPECT_EQ(m.value("tgi_batch_inference_success", "method=\"decode\""), 0);
+  EXPECT_EQ(text.find("tgi_batch_forward_duration"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tgi_request_skipped_tokens"), std::string::npos);
+}
+
+TEST_F(TgiMetrics, SkippedTokensIsASummaryOfZerosPerSampledSequence) {
+  record_step(m, mixed_step());
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "# HELP tgi_request_skipped_tokens Speculated tokens per request"));
+  EXPECT_TRUE(has_line(text, "# TYPE tgi_request_skipped_tokens summary"));
+  for (const char* q : {"0", "0.5", "0.9", "0.95", "0.99", "0.999", "1"})
+    EXPECT_TRUE(has_line(text, std::string("tgi_request_skipped_tokens{quantile=\"") + q + "\"} 0"))
+        << q;
+  EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens_sum 0"));
+  EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens_count 3"));
+}
+
+TEST_F(TgiMetrics, HelpTextsAreTgis) {
+  record_step(m, prefill_step());
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(
+      text, "# HELP tgi_batch_inference_count Inference calls per method (prefill or decode)"));
+  EXPECT_TRUE(has_line(text,
+                       "# HELP tgi_batch_inference_success Number of successful inference calls "
+                       "per method (prefill or decode)"));
+  EXPECT_TRUE(has_line(text, "# HELP tgi_batch_inference_duration Batch inference duration"));
+  EXPECT_TRUE(has_line(
+      text,
+      "# HELP tgi_batch_forward_duration Batch forward duration per method (prefill or decode)"));
+  EXPECT_TRUE(has_line(text,
+                       "# HELP tgi_batch_decode_duration Time spent decoding a batch per method "
+                       "(prefill or decode)"));
+  EXPECT_TRUE(has_line(text,
+                       "# HELP tgi_batch_filter_duration Time spent filtering batches and sending "
+                       "generated tokens per method (prefill or decode)"));
+  EXPECT_TRUE(has_line(text, "# TYPE tgi_batch_inference_count counter"));
+  EXPECT_TRUE(has_line(text, "# TYPE tgi_batch_forward_duration histogram"));
+}
+
+TEST_F(TgiMetrics, EngineStatsFeedTgisGaugesAndTheGatewayApis) {
+  EngineStats stats;
+  stats.num_waiting = 3;
+  stats.num_running = 2;
+  stats.num_reserved_tokens = 70;
+  stats.num_blocks_used = 5;
+  stats.num_blocks_total = 20;
+  publish_engine_stats(m, stats);
+  EXPECT_EQ(m.value("tgi_queue_size"), 3);
+  EXPECT_EQ(m.value("tgi_batch_current_size"), 2);
+  EXPECT_EQ(m.value("tgi_batch_current_max_tokens"), 70);
+  EXPECT_EQ(m.value("vllm:num_requests_waiting"), 3);
+  EXPECT_EQ(m.value("vllm:num_requests_running"), 2);
+  EXPECT_EQ(m.value("vllm:kv_cache_usage_perc"), 0.25);
+  EXPECT_EQ(m.value("vllm:gpu_cache_usage_perc"), 0.25);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "# TYPE vllm:num_requests_waiting gauge"));
+  EXPECT_TRUE(has_line(text, "vllm:kv_cache_usage_perc 0.25"));
+}
+
+TEST_F(TgiMetrics, EveryBatchFamilyNameIsServed) {
+  record_step(m, prefill_step());
+  record_step(m, mixed_step());
+  StepStats failed = chunk_step();
+  failed.failed = true;
+  record_step(m, failed);
+  publish_engine_stats(m, EngineStats{});
+  const std::set<std::string> served = families(m.render());
+  for (const char* name :
+       {"tgi_queue_size", "tgi_batch_current_size", "tgi_batch_current_max_tokens",
+        "tgi_batch_next_size", "tgi_batch_concat", "tgi_batch_inference_count",
+        "tgi_batch_inference_success", "tgi_batch_inference_failure",
+        "tgi_batch_inference_duration", "tgi_batch_forward_duration", "tgi_batch_decode_duration",
+        "tgi_batch_filter_duration", "tgi_batch_concat_duration", "tgi_request_skipped_tokens"}) {
+    EXPECT_TRUE(served.contains(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace lm
