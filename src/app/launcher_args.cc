@@ -62,24 +62,24 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   // Settings that change results and are not built: refused, never silently ignored.
   if ((a.sharded && *a.sharded == "true") || (a.num_shard && *a.num_shard > 1)) {
     return not_built("sharding (--sharded/--num-shard > 1)",
-                     "tensor-parallel sharding needs the CUDA model runner (issue 8)");
+                     "tensor-parallel sharding needs the CUDA model runner (issue 25)");
   }
   if (a.quantize) {
     return not_built("--quantize " + *a.quantize,
-                     "quantizing at load is an open issue; serve a pre-quantized GGUF file "
+                     "quantizing at load is issue 20; serve a pre-quantized GGUF file "
                      "(Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) instead");
   }
-  if (a.speculate) return not_built("--speculate", "speculative decoding is an open issue");
-  if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are an open issue");
+  if (a.speculate) return not_built("--speculate", "speculative decoding is issue 23");
+  if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
   if (a.kv_cache_dtype)
-    return not_built("--kv-cache-dtype", "the KV cache is fp32; an fp8 cache is an open issue");
+    return not_built("--kv-cache-dtype", "the KV cache is fp32; a smaller cache is issue 20");
   if (a.device != "cpu")
     return not_built("--device " + a.device, "this build has the CPU backend only");
   if (a.watermark_gamma || a.watermark_delta)
-    return not_built("--watermark-gamma/--watermark-delta", "watermarking is an open issue");
+    return not_built("--watermark-gamma/--watermark-delta", "watermarking is not built");
   if (a.ngrok) return not_built("--ngrok", "ngrok tunneling is not built (TGI's is broken too)");
   if (a.enable_prefill_logprobs)
-    return not_built("--enable-prefill-logprobs", "prompt logprobs are an open issue");
+    return not_built("--enable-prefill-logprobs", "prompt logprobs are issue 19");
 
   // Accepted; harmless here. Each is logged once so that nobody expects an effect.
   if (a.trust_remote_code)

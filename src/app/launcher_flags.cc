@@ -21,9 +21,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("VALIDATION_WORKERS")
       ->capture_default_str();
   app.add_option("--sharded", a.sharded,
-                 "Tensor-parallel sharding: true/false (refused when true: issue 8)")
+                 "Tensor-parallel sharding: true/false (refused when true: issue 25)")
       ->envname("SHARDED");
-  app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here: issue 8)")
+  app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here: issue 25)")
       ->envname("NUM_SHARD");
   app.add_option("--quantize", a.quantize, "Quantize at load (refused: serve a pre-quantized GGUF)")
       ->envname("QUANTIZE");
@@ -208,7 +208,7 @@ Result<std::string> resolve_device(const std::string& requested, bool built_with
           "time); use --device cpu"};
     }
     return Error{
-        "--device cuda: the CUDA model runner is not built yet (issue 8); use --device cpu"};
+        "--device cuda: the CUDA model runner is not built yet (issue 25); use --device cpu"};
   }
   if (requested != "auto") return Error{"--device must be cpu, cuda or auto, not " + requested};
   if (!built_with_cuda) {
@@ -217,7 +217,7 @@ Result<std::string> resolve_device(const std::string& requested, bool built_with
     note = "Device: cpu (auto; no CUDA device visible)";
   } else {
     note = "Device: cpu (auto; " + std::to_string(num_cuda_devices) +
-           " CUDA device(s) visible, but the CUDA model runner is not built yet (issue 8))";
+           " CUDA device(s) visible, but the CUDA model runner is not built yet (issue 25))";
   }
   return std::string("cpu");
 }

@@ -46,7 +46,7 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   a = {};
   a.num_shard = 2;
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);
-  EXPECT_NE(check_error(a).find("issue 8"), std::string::npos);
+  EXPECT_NE(check_error(a).find("issue 25"), std::string::npos);
   a = {};
   a.sharded = "true";
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);

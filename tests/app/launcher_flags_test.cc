@@ -65,7 +65,7 @@ TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
   auto not_built = resolve_device("cuda", /*built_with_cuda=*/true, 1, note);
   ASSERT_FALSE(not_built.ok());
   EXPECT_NE(not_built.error().message.find(
-                "the CUDA model runner is not built yet (issue 8); use --device cpu"),
+                "the CUDA model runner is not built yet (issue 25); use --device cpu"),
             std::string::npos);
 
   for (bool built : {false, true}) {

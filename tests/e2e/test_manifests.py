@@ -91,7 +91,7 @@ def test_log_level_from_the_environment():
 @pytest.mark.parametrize(("env", "message"), [
     ({"QUANTIZE": "gptq"}, "--quantize gptq is not supported yet"),
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
-    ({"SHARDED": "true"}, "issue 8"),
+    ({"SHARDED": "true"}, "issue 25"),
     ({"SPECULATE": "3"}, "--speculate is not supported yet: speculative decoding"),
     ({"LORA_ADAPTERS": "org/adapter"}, "--lora-adapters is not supported yet"),
     ({"KV_CACHE_DTYPE": "fp8_e5m2"}, "--kv-cache-dtype is not supported yet"),
