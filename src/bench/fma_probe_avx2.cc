@@ -1,27 +1,17 @@
-// AVX2 FMA peak probe (built with -mavx2 -mfma; called only when cpuid says so): 10 independent
-// accumulator chains cover the FMA latency (4-5 cycles) times two FMA ports.
+// AVX2 probes (built with -mavx2 -mfma; called only when cpuid says so): the FMA peak on 8 lanes
+// (fma_probe.h) and the memory read loop.
 #include "bench/machine_limits.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
 
+#include "bench/fma_probe.h"
+
 namespace lm {
 
 double fma_probe_avx2(int64_t iterations, float* sink) {
-  constexpr int kChains = 10;
-  __m256 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
-  const __m256 a = _mm256_set1_ps(0.999999f);
-  const __m256 b = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iterations; ++i) {
-#pragma GCC unroll 10
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-  }
-  __m256 sum = acc[0];
-  for (int c = 1; c < kChains; ++c) sum = _mm256_add_ps(sum, acc[c]);
-  *sink += _mm_cvtss_f32(_mm256_castps256_ps128(sum));
-  return static_cast<double>(iterations) * kChains * 8 * 2;
+  return fma_probe::run<kernels::lanes::Ymm>(iterations, sink);
 }
 
 uint64_t read_probe_avx2(const uint64_t* words, int64_t count) {

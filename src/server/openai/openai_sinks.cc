@@ -90,16 +90,10 @@ void OpenAiCall::answer() {
     for (auto& c : choices_) completions.push_back(std::move(c->completion));
     body = completion_json(settings_.meta, completions, usage);
   }
-  const auto now = Clock::now();
-  GenerateTimings timings;
-  timings.total = now - clock_.start;
-  timings.validation = clock_.enqueued - clock_.start;
-  const auto scheduled = clock_.scheduled.value_or(now);
-  timings.queue = scheduled - clock_.enqueued;
-  timings.inference = now - scheduled;
   HttpResponse out;
   out.headers = generate_response_headers(state_.compute_type, settings_.compute_characters,
-                                          timings, usage.prompt_tokens, usage.completion_tokens);
+                                          request_timings(clock_), usage.prompt_tokens,
+                                          usage.completion_tokens);
   out.body = std::move(body);
   response_->respond(std::move(out));
 }

@@ -1,49 +1,56 @@
 #include "server/state/tgi_metrics.h"
 
 #include <string>
+#include <utility>
 
 namespace lm {
+namespace {
+
+// TGI's HELP texts (and ours for the names TGI does not have).
+constexpr std::pair<const char*, const char*> kHelp[] = {
+    {"tgi_request_success", "Number of successful requests"},
+    {"tgi_request_duration", "Request duration"},
+    {"tgi_request_validation_duration", "Request validation duration"},
+    {"tgi_request_queue_duration", "Request queue duration"},
+    {"tgi_request_inference_duration", "Request inference duration"},
+    {"tgi_request_mean_time_per_token_duration", "Mean time per token per request"},
+    {"tgi_request_generated_tokens", "Generated tokens per request"},
+    {"tgi_batch_inference_count", "Inference calls per method (prefill or decode)"},
+    {"tgi_request_count", "Total number of requests"},
+    {"tgi_batch_inference_success",
+     "Number of successful inference calls per method (prefill or decode)"},
+    {"tgi_batch_current_size", "Current batch size"},
+    {"tgi_queue_size", "Current queue size"},
+    {"tgi_batch_current_max_tokens", "Maximum tokens for the current batch"},
+    {"tgi_request_max_new_tokens", "Maximum new tokens per request"},
+    {"tgi_batch_inference_duration", "Batch inference duration"},
+    {"tgi_batch_forward_duration", "Batch forward duration per method (prefill or decode)"},
+    {"tgi_request_skipped_tokens", "Speculated tokens per request"},
+    {"tgi_batch_filter_duration",
+     "Time spent filtering batches and sending generated tokens per method (prefill or "
+     "decode)"},
+    {"tgi_batch_decode_duration", "Time spent decoding a batch per method (prefill or decode)"},
+    {"tgi_request_input_length", "Input token length per request"},
+    {"tgi_batch_next_size", "Batch size of the next batch"},
+    // Ours (no TGI equivalent; named in TGI's style).
+    {"tgi_kv_cache_blocks_used", "KV cache blocks held by running or cached sequences"},
+    {"tgi_kv_cache_blocks_total", "KV cache blocks in the pool"},
+    {"tgi_kv_cache_usage", "Share of KV cache blocks in use (0-1)"},
+    {"tgi_prefix_cache_query_tokens", "Prompt tokens looked up in the prefix cache"},
+    {"tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache"},
+    {"tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens"},
+    {"tgi_request_preemptions", "Sequences preempted (recomputed later) for lack of KV blocks"},
+    // The Gateway API Inference Extension's defaults (vLLM's names and help texts).
+    {"vllm:num_requests_waiting", "Number of requests waiting to be processed."},
+    {"vllm:num_requests_running", "Number of requests in model execution batches."},
+    {"vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."},
+    {"vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."},
+};
+
+}  // namespace
 
 void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_total_tokens) {
-  m.describe("tgi_request_success", "Number of successful requests");
-  m.describe("tgi_request_duration", "Request duration");
-  m.describe("tgi_request_validation_duration", "Request validation duration");
-  m.describe("tgi_request_queue_duration", "Request queue duration");
-  m.describe("tgi_request_inference_duration", "Request inference duration");
-  m.describe("tgi_request_mean_time_per_token_duration", "Mean time per token per request");
-  m.describe("tgi_request_generated_tokens", "Generated tokens per request");
-  m.describe("tgi_batch_inference_count", "Inference calls per method (prefill or decode)");
-  m.describe("tgi_request_count", "Total number of requests");
-  m.describe("tgi_batch_inference_success",
-             "Number of successful inference calls per method (prefill or decode)");
-  m.describe("tgi_batch_current_size", "Current batch size");
-  m.describe("tgi_queue_size", "Current queue size");
-  m.describe("tgi_batch_current_max_tokens", "Maximum tokens for the current batch");
-  m.describe("tgi_request_max_new_tokens", "Maximum new tokens per request");
-  m.describe("tgi_batch_inference_duration", "Batch inference duration");
-  m.describe("tgi_batch_forward_duration", "Batch forward duration per method (prefill or decode)");
-  m.describe("tgi_request_skipped_tokens", "Speculated tokens per request");
-  m.describe("tgi_batch_filter_duration",
-             "Time spent filtering batches and sending generated tokens per method (prefill or "
-             "decode)");
-  m.describe("tgi_batch_decode_duration",
-             "Time spent decoding a batch per method (prefill or decode)");
-  m.describe("tgi_request_input_length", "Input token length per request");
-  m.describe("tgi_batch_next_size", "Batch size of the next batch");
-  // Ours (no TGI equivalent; named in TGI's style).
-  m.describe("tgi_kv_cache_blocks_used", "KV cache blocks held by running or cached sequences");
-  m.describe("tgi_kv_cache_blocks_total", "KV cache blocks in the pool");
-  m.describe("tgi_kv_cache_usage", "Share of KV cache blocks in use (0-1)");
-  m.describe("tgi_prefix_cache_query_tokens", "Prompt tokens looked up in the prefix cache");
-  m.describe("tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache");
-  m.describe("tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens");
-  m.describe("tgi_request_preemptions",
-             "Sequences preempted (recomputed later) for lack of KV blocks");
-  // The Gateway API Inference Extension's defaults (vLLM's names and help texts).
-  m.describe("vllm:num_requests_waiting", "Number of requests waiting to be processed.");
-  m.describe("vllm:num_requests_running", "Number of requests in model execution batches.");
-  m.describe("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
-  m.describe("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.");
+  for (const auto& [name, help] : kHelp) m.describe(name, help);
 
   // TGI configures buckets for every name ending in "duration".
   for (const char* name :

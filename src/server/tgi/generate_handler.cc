@@ -69,16 +69,10 @@ struct CandidateCollector {
         clock.scheduled = o.scheduled;
     }
     record_success(state.metrics, clock, body.result.generated_tokens);
-    GenerateTimings timings;
-    const auto now = Clock::now();
-    timings.total = now - clock.start;
-    timings.validation = clock.enqueued - clock.start;
-    const auto scheduled = clock.scheduled.value_or(now);
-    timings.queue = scheduled - clock.enqueued;
-    timings.inference = now - scheduled;
     HttpResponse out;
-    out.headers = generate_response_headers(state.compute_type, compute_characters, timings,
-                                            best->input_length, body.result.generated_tokens);
+    out.headers =
+        generate_response_headers(state.compute_type, compute_characters, request_timings(clock),
+                                  best->input_length, body.result.generated_tokens);
     out.body = compat ? compat_generate_response_json(body) : generate_response_json(body);
     response->respond(std::move(out));
   }

@@ -24,6 +24,17 @@ void record_success(Metrics& metrics, const RequestClock& clock, uint32_t genera
   metrics.observe("tgi_request_generated_tokens", generated_tokens);
 }
 
+GenerateTimings request_timings(const RequestClock& clock) {
+  const auto now = Clock::now();
+  const auto scheduled = clock.scheduled.value_or(now);
+  GenerateTimings timings;
+  timings.total = now - clock.start;
+  timings.validation = clock.enqueued - clock.start;
+  timings.queue = scheduled - clock.enqueued;
+  timings.inference = now - scheduled;
+  return timings;
+}
+
 StreamSink::StreamSink(ServerState& state, std::shared_ptr<ResponseStream> response,
                        SequenceText text, RequestClock clock, bool details,
                        std::optional<uint64_t> seed, std::shared_ptr<ConcurrencyPermit> permit)

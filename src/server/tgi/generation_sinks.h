@@ -11,6 +11,7 @@
 #include "engine/token_sink.h"
 #include "server/state/server_state.h"
 #include "server/text/sequence_text.h"
+#include "server/tgi/generate_response.h"
 #include "server/transport/http_types.h"
 #include "server/wire/api_error.h"
 
@@ -28,6 +29,9 @@ struct RequestClock {
 
 // Records TGI's per-request success metrics.
 void record_success(Metrics& metrics, const RequestClock& clock, uint32_t generated_tokens);
+// The x-*-time headers' split of a request answered now: validation until enqueued, queue until
+// it joined the running batch, inference since.
+GenerateTimings request_timings(const RequestClock& clock);
 
 class StreamSink : public TokenSink {
  public:
