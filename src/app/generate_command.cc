@@ -27,7 +27,7 @@ struct GenerateOptions {
   int num_threads = 0;
   std::vector<std::string> stop;
   bool no_bos = false;
-  // As the launcher's default (server/launcher_args.h): llama.cpp's int8 activation dots.
+  // As the launcher's default (app/launcher_args.h): llama.cpp's int8 activation dots.
   bool int8_activations = true;
   std::string device;  // --device, as the launcher's
   SamplingParams sampling;

@@ -8,11 +8,13 @@
 namespace lm {
 namespace {
 
-// Every weight matrix once (a tied LM head is the embedding table).
-std::vector<Tensor*> matrices(LlamaWeights& w) {
-  std::vector<Tensor*> out{&w.embed_tokens};
-  for (LlamaLayerWeights& l : w.layers) {
-    for (Tensor* t :
+// Every weight matrix once (a tied LM head is the embedding table); Weights is LlamaWeights,
+// const or not, and the pointers follow.
+template <typename Weights>
+auto matrices(Weights& w) {
+  std::vector<decltype(&w.embed_tokens)> out{&w.embed_tokens};
+  for (auto& l : w.layers) {
+    for (auto* t :
          {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
       out.push_back(t);
   }
@@ -46,8 +48,7 @@ int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DType> dtype) {
   WeightsSummary s;
   std::set<std::string_view> stored;
-  // matrices() only reads through the pointers; the const_cast never writes.
-  for (const Tensor* t : matrices(const_cast<LlamaWeights&>(weights))) {
+  for (const Tensor* t : matrices(weights)) {
     ++s.num_matrices;
     stored.insert(dtype_name(t->dtype));
     if (is_quantized(t->dtype)) ++s.num_quantized;
@@ -69,21 +70,21 @@ WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DTyp
 void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,
                            const std::function<void(const Tensor& source)>& converted) {
   const bool tied = w.lm_head.data == w.embed_tokens.data;
-  std::vector<Tensor*> todo;
+  std::vector<Tensor*> to_convert;
   std::vector<int64_t> offsets;  // of each converted matrix in the arena
   int64_t total = 0;
   for (Tensor* t : matrices(w)) {
     if (!changes(*t, dtype)) continue;
-    todo.push_back(t);
+    to_convert.push_back(t);
     offsets.push_back(total);
     total += aligned(converted_bytes(*t, dtype));
   }
-  if (todo.empty()) return;
+  if (to_convert.empty()) return;
   arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
   auto* base = static_cast<uint8_t*>(arena.view().data);
-  pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t begin, int64_t end) {
+  pool.parallel_for(static_cast<int64_t>(to_convert.size()), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      Tensor* t = todo[static_cast<size_t>(i)];
+      Tensor* t = to_convert[static_cast<size_t>(i)];
       const Tensor source = *t;
       *t = ops::convert_weight(source, dtype, base + offsets[static_cast<size_t>(i)]);
       if (converted) converted(source);

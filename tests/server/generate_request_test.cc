@@ -248,7 +248,7 @@ ValidationLimits limits() {
 // The validation message of a body, or "" when it passes parameter validation.
 std::string invalid(std::string_view body, bool streaming = false) {
   ParsedGenerateRequest request = parse_ok(body);
-  if (auto error = validate_before_permit(request, limits(), streaming)) {
+  if (auto error = validate_before_permit(request.parameters, limits(), streaming)) {
     EXPECT_EQ(error->status, 422);
     EXPECT_EQ(error->error_type, "validation");
     return error->error;
@@ -324,7 +324,7 @@ TEST(ValidateParameters, BestOfRules) {
   EXPECT_EQ(invalid(params(R"({"decoder_input_details":true})")), "");
   ValidationLimits one = limits();
   one.max_best_of = 1;
-  auto error = validate_before_permit(parse_ok(params(R"({"best_of":2})")), one, false);
+  auto error = validate_before_permit(parse_ok(params(R"({"best_of":2})")).parameters, one, false);
   ASSERT_TRUE(error);
   EXPECT_EQ(error->error,
             "Input validation error: `best_of` != 1 is not allowed for this endpoint");

@@ -70,8 +70,8 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
 }  // namespace
 
 std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request) {
-  if (auto error = validate_before_permit({"", request.parameters, request.streaming},
-                                          state.settings.limits, request.streaming)) {
+  if (auto error =
+          validate_before_permit(request.parameters, state.settings.limits, request.streaming)) {
     return failure(*error);
   }
   // A chat request is one prompt, the template's rendering, with the template's own ids.
@@ -111,11 +111,11 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
 }
 
 void submit_all(
-    ServerState& state, const Admission& admission,
+    ServerState& state, Admission& admission,
     const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink) {
-  for (const AdmittedGeneration& generation : admission.generations) {
+  for (AdmittedGeneration& generation : admission.generations) {
     std::shared_ptr<TokenSink> sink = make_sink(generation);
-    if (Status s = state.engine->submit(generation.engine_request, sink); !s.ok())
+    if (Status s = state.engine->submit(std::move(generation.engine_request), sink); !s.ok())
       sink->on_error(s.error().message);
   }
 }

@@ -55,9 +55,10 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
 // Submits every generation with the sink `make_sink` builds for it. make_sink runs here, before
 // submit_all returns (it may capture the caller's locals by reference). A submit the engine
 // refuses fails that sink and the others are still submitted: a best_of collector waits for an
-// outcome from each (an OpenAI call fails once and cancels the rest).
+// outcome from each (an OpenAI call fails once and cancels the rest). Each engine request is
+// moved into the engine: afterwards only `prompts` and the generations' indices remain.
 void submit_all(
-    ServerState& state, const Admission& admission,
+    ServerState& state, Admission& admission,
     const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink);
 
 }  // namespace lm

@@ -18,9 +18,8 @@ uint64_t random_seed() {
 
 }  // namespace
 
-std::optional<ApiError> validate_before_permit(const ParsedGenerateRequest& request,
+std::optional<ApiError> validate_before_permit(const GenerateParameters& p,
                                                const ValidationLimits& limits, bool streaming) {
-  const GenerateParameters& p = request.parameters;
   const uint64_t best_of = p.best_of.value_or(1);
   if (streaming) {
     if (best_of != 1) {

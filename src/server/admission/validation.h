@@ -51,7 +51,7 @@ struct ValidGenerateRequest {
 
 // The checks TGI runs before taking a concurrency permit: on streams, best_of != 1 and
 // decoder_input_details; otherwise best_of > 1 against max_best_of.
-std::optional<ApiError> validate_before_permit(const ParsedGenerateRequest& request,
+std::optional<ApiError> validate_before_permit(const GenerateParameters& parameters,
                                                const ValidationLimits& limits, bool streaming);
 
 // Every rule that needs no token count, in TGI's order (first failure wins).

@@ -73,13 +73,16 @@ void Metrics::add_gauge(const std::string& name, double delta) {
   gauges_[name] += delta;
 }
 
-void Metrics::observe(const std::string& name, double value, const std::string& label) {
+void Metrics::observe(const std::string& name, double value, const std::string& label,
+                      uint64_t times) {
+  if (times == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  const double total = value * static_cast<double>(times);
   if (summary_names_.contains(name)) {
     Summary& s = summaries_[name][label];
-    ++s.counts[value];
-    ++s.count;
-    s.sum += value;
+    s.counts[value] += times;
+    s.count += times;
+    s.sum += total;
     return;
   }
   auto b = bounds_.find(name);
@@ -88,12 +91,12 @@ void Metrics::observe(const std::string& name, double value, const std::string& 
   if (h.counts.empty()) h.counts.assign(b->second.size(), 0);
   for (size_t i = 0; i < b->second.size(); ++i) {
     if (value <= b->second[i]) {
-      ++h.counts[i];
+      h.counts[i] += times;
       break;
     }
   }
-  ++h.count;
-  h.sum += value;
+  h.count += times;
+  h.sum += total;
 }
 
 double Metrics::value(const std::string& name, const std::string& label) const {

@@ -34,7 +34,9 @@ class Metrics {
   // For counters kept elsewhere (the engine's totals): publishes their current value.
   void set_counter(const std::string& name, double value);
   void add_gauge(const std::string& name, double delta);
-  void observe(const std::string& name, double value, const std::string& label = "");
+  // `times` records the same value that many times under one lock (one per token of a step).
+  void observe(const std::string& name, double value, const std::string& label = "",
+               uint64_t times = 1);
 
   // Prometheus text exposition (version 0.0.4).
   std::string render() const;

@@ -44,7 +44,7 @@ int64_t unix_seconds() {
 // Choice `index`es run prompt-major (prompt i's n choices are i*n .. i*n+n-1); `echo` shows each
 // prompt before its text (completions).
 void run_admitted(ServerState& state, std::shared_ptr<ResponseStream> response, RequestClock clock,
-                  OpenAiCall::Settings settings, const Admission& admission, bool echo) {
+                  OpenAiCall::Settings settings, Admission& admission, bool echo) {
   settings.num_choices = admission.generations.size();
   for (const AdmittedPrompt& prompt : admission.prompts)
     settings.compute_characters += count_characters(prompt.valid.inputs);
@@ -78,8 +78,8 @@ struct ChatRoute {
   static std::optional<ApiError> validate(const ChatRequest& chat, const ServerSettings& s) {
     return validate_chat_request(chat, s.limits, s.max_client_batch_size);
   }
-  static AdmissionRequest admission_request(const ChatRequest& chat) {
-    return chat_admission_request(chat);
+  static AdmissionRequest admission_request(ChatRequest&& chat) {
+    return chat_admission_request(std::move(chat));
   }
   static OpenAiCall::Settings settings(const ChatRequest& chat, const ServerSettings& s) {
     OpenAiCall::Settings out;
@@ -105,8 +105,8 @@ struct CompletionRoute {
     return validate_completion_request(completion, s.limits, s.max_client_batch_size,
                                        s.max_client_batch_size);
   }
-  static AdmissionRequest admission_request(const CompletionRequest& completion) {
-    return completion_admission_request(completion);
+  static AdmissionRequest admission_request(CompletionRequest&& completion) {
+    return completion_admission_request(std::move(completion));
   }
   static OpenAiCall::Settings settings(const CompletionRequest& completion,
                                        const ServerSettings& s) {
@@ -132,19 +132,22 @@ void serve_openai(ServerState& state, const HttpRequest& request,
   if (auto* rejection = std::get_if<BodyRejection>(&parsed)) {
     return respond_rejection(*response, *rejection);
   }
-  const typename Route::Request& body = std::get<typename Route::Request>(parsed);
+  typename Route::Request& body = std::get<typename Route::Request>(parsed);
   state.metrics.increment("tgi_request_count");
   if (auto error = Route::validate(body, state.settings)) {
     return respond_json_error(state, *response, *error, kValidation);
   }
   // NOTE: TGI counts the route once and each prompt's generation again (a chat counts twice).
   state.metrics.increment("tgi_request_count", "", static_cast<double>(Route::num_prompts(body)));
-  auto admitted = admit(state, Route::admission_request(body));
+  // The response's settings first: the request then moves into admission (messages, prompts).
+  OpenAiCall::Settings settings = Route::settings(body, state.settings);
+  const bool echo = Route::echo(body);
+  auto admitted = admit(state, Route::admission_request(std::move(body)));
   if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
     return respond_json_error(state, *response, failure->error, failure->metric_label);
   }
-  run_admitted(state, std::move(response), clock, Route::settings(body, state.settings),
-               std::get<Admission>(admitted), Route::echo(body));
+  run_admitted(state, std::move(response), clock, std::move(settings),
+               std::get<Admission>(admitted), echo);
 }
 
 }  // namespace

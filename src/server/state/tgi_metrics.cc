@@ -101,7 +101,7 @@ void record_step(Metrics& m, const StepStats& s) {
   }
   m.increment("tgi_batch_inference_success", method);
   // One token per sampled sequence: no speculation, so never a skipped (extra) token.
-  for (int64_t i = 0; i < s.num_samples; ++i) m.observe("tgi_request_skipped_tokens", 0);
+  m.observe("tgi_request_skipped_tokens", 0, "", static_cast<uint64_t>(s.num_samples));
 }
 
 void publish_engine_stats(Metrics& m, const EngineStats& stats) {

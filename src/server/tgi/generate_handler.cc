@@ -106,7 +106,7 @@ void handle_generate(ServerState& state, HttpRequest request,
     response->finish();
     return;
   }
-  const Admission admission = std::move(std::get<Admission>(admitted));
+  Admission admission = std::move(std::get<Admission>(admitted));
   const AdmittedPrompt& prompt = admission.prompts.front();
   const ValidGenerateRequest& valid = prompt.valid;
   // On POST / (and /invocations) a null return_full_text defaults to true when the model's Hub
