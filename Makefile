@@ -30,6 +30,8 @@ fixtures-test: setup
 test: build fixtures-test format-check
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@TGI_LAUNCHER=$(abspath $(BUILD_DIR))/src/app/text-generation-launcher .venv/bin/python -m pytest -q tests/e2e
+	@# The image (Dockerfile) under podman: opt-in, it builds the image (minutes) and needs podman.
+	@if [ "$${IMAGE_TESTS:-0}" = 1 ]; then scripts/deploy/test_image.sh; fi
 
 # Serves the default model with TGI's API on :8080 (Ctrl-C or SIGTERM drains and exits).
 run: build

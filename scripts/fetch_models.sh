@@ -25,6 +25,8 @@ if ! [ -f "$DEFAULT_GGUF" ] || ! check_sha "$DEFAULT_GGUF" "$DEFAULT_SHA"; then
   check_sha "$DEFAULT_GGUF" "$DEFAULT_SHA" || { echo "fetch: sha256 mismatch for $DEFAULT_GGUF" >&2; rm -f "$DEFAULT_GGUF"; exit 1; }
 fi
 
+[ "${1:-}" = --default-model-only ] && exit 0
+
 VOCAB_DIR=models/vocab
 if ! [ -f "$VOCAB_DIR/.stamp-$LLAMA_CPP_PY" ]; then
   echo "fetch: llama-cpp-python==$LLAMA_CPP_PY sdist (reference vocabularies)"

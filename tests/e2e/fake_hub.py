@@ -407,7 +407,10 @@ def _make_handler(hub: FakeHub):
                 pointer = lfs_pointer(f.data)
                 body = b"Found. Redirecting"
                 self.send_response(302)
-                self.send_header("Location", f"{hub.url}/cdn/{f.sha256}")
+                # On the host the client asked for (a container reaches this server by another
+                # address than 127.0.0.1), as the Hub's redirects name a host the client reaches.
+                host = self.headers.get("Host") or hub.url.split("//", 1)[1]
+                self.send_header("Location", f"http://{host}/cdn/{f.sha256}")
                 self.send_header("X-Repo-Commit", sha)
                 self.send_header("X-Linked-Etag", f'"{f.sha256}"')
                 self.send_header("X-Linked-Size", str(len(f.data)))
