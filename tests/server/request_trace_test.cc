@@ -178,6 +178,18 @@ TEST(RequestTrace, OneTokenHasNoDecode) {
   EXPECT_EQ(attributes(spans.at("completions")).at("seed")["stringValue"], "None");
 }
 
+TEST(RequestTrace, LongTextsAreCappedAtWholeCharacters) {
+  Exported out;
+  auto trace = RequestTrace::start(&out.exporter, "generate", "", Clock::now());
+  trace->set_parameters(std::string(4095, 'p') + "\u00e9" + std::string(100000, 'p'));
+  trace->fail(422, "validation", std::string(1 << 20, 'm'));
+  trace.reset();
+  auto spans = out.spans();
+  const json& root = spans.at("generate");
+  EXPECT_EQ(attributes(root).at("parameters")["stringValue"], std::string(4095, 'p') + "...");
+  EXPECT_EQ(root["status"]["message"], std::string(4096, 'm') + "...");
+}
+
 TEST(RustDurationText, MatchesRustsDebugFormat) {
   using std::chrono::nanoseconds;
   EXPECT_EQ(rust_duration_text(nanoseconds(0)), "0ns");

@@ -20,6 +20,17 @@ std::string decimal(uint64_t integer, uint64_t fraction, int fraction_digits) {
   return text + "." + digits;
 }
 
+// Attribute and status texts are capped: a request's parameters (stop strings, a grammar) could
+// otherwise make each queued span as large as the request body.
+constexpr size_t kMaxTextBytes = 4096;
+
+std::string capped(std::string_view text) {
+  if (text.size() <= kMaxTextBytes) return std::string(text);
+  size_t n = kMaxTextBytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;  // whole characters
+  return std::string(text.substr(0, n)) + "...";
+}
+
 std::string debug_seed(const std::optional<uint64_t>& seed) {
   return seed ? fmt::format("Some({})", *seed) : std::string("None");
 }
@@ -37,7 +48,7 @@ Span child(const Span& root, std::string name, int64_t start, int64_t end) {
 
 void set_error(Span& span, const std::string& message) {
   span.status = SpanStatusCode::kError;
-  span.status_message = message;
+  span.status_message = capped(message);
 }
 
 }  // namespace
@@ -90,7 +101,7 @@ int64_t RequestTrace::unix_nanos(Clock::time_point t) const {
 
 void RequestTrace::set_parameters(std::string text) {
   std::lock_guard<std::mutex> lock(mutex_);
-  parameters_ = std::move(text);
+  parameters_ = capped(text);
 }
 
 void RequestTrace::enqueued(Clock::time_point t) {

@@ -48,7 +48,8 @@ class RequestTrace {
   RequestTrace(const RequestTrace&) = delete;
   RequestTrace& operator=(const RequestTrace&) = delete;
 
-  // TGI's `parameters` field: the request's GenerateParameters as Rust's Debug shows them.
+  // TGI's `parameters` field: the request's GenerateParameters as Rust's Debug shows them
+  // (kept to its first 4 KiB, as are error messages).
   void set_parameters(std::string text);
   void enqueued(Clock::time_point t);     // validation ends, the queue starts
   void scheduled(Clock::time_point t);    // the first call counts (not a re-admission)
