@@ -2,8 +2,12 @@
 
 #include <algorithm>
 
+#include "server/tracing/otlp_http_sender.h"
+
 namespace lm {
 namespace {
+
+constexpr int kOtlpGrpcPort = 4317;
 
 Error invalid(const std::string& message) { return Error{"Invalid argument: " + message}; }
 
@@ -94,9 +98,11 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
         "--cuda-memory-fraction has no effect on the CPU backend (the KV cache takes "
         "--kv-cache-memory-fraction of the available RAM)");
   }
-  if (a.otlp_endpoint) {
-    warnings.push_back("--otlp-endpoint " + *a.otlp_endpoint + " (service name " +
-                       a.otlp_service_name + "): accepted, but traces are not exported yet");
+  // TGI exports OTLP/gRPC; we speak OTLP/HTTP, whose collector port is 4318.
+  if (a.otlp_endpoint && url_port(*a.otlp_endpoint) == kOtlpGrpcPort) {
+    warnings.push_back("--otlp-endpoint " + *a.otlp_endpoint +
+                       ": port 4317 is OTLP/gRPC's, but traces are exported with OTLP/HTTP "
+                       "(JSON), which a collector receives on port 4318");
   }
   if (a.max_waiting_tokens != 20 || a.waiting_served_ratio != 0.3) {
     warnings.push_back(

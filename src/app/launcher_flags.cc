@@ -116,7 +116,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_flag("--json-output", a.json_output, "One JSON object per log line")
       ->envname("JSON_OUTPUT");
   app.add_option("--otlp-endpoint", a.otlp_endpoint,
-                 "OTLP endpoint (accepted; traces are not exported yet)")
+                 "Export request traces with OTLP/HTTP (JSON) to this collector URL "
+                 "(POST {URL}/v1/traces; a collector's OTLP/HTTP port is 4318)")
       ->envname("OTLP_ENDPOINT");
   app.add_option("--otlp-service-name", a.otlp_service_name, "OTLP service name")
       ->envname("OTLP_SERVICE_NAME")

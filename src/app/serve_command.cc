@@ -21,6 +21,8 @@
 #include "server/router.h"
 #include "server/state/server_state.h"
 #include "server/state/tgi_metrics.h"
+#include "server/tracing/otlp_http_sender.h"
+#include "server/tracing/span_exporter.h"
 #include "server/transport/http_server.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer_config.h"
@@ -185,8 +187,19 @@ int run_server(const LauncherArgs& args) {
   log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
                        kv_num_blocks(engine_config), engine_config.block_size,
                        engine_config.prefix_caching ? "on" : "off"));
+  // Request traces (--otlp-endpoint): the exporter outlives the state, the engine and the HTTP
+  // server, whose requests hand it their spans. Without an endpoint there is none, nor a thread.
+  std::unique_ptr<SpanExporter> span_exporter;
+  if (args.otlp_endpoint) {
+    const std::string url = otlp_traces_url(*args.otlp_endpoint);
+    span_exporter = std::make_unique<SpanExporter>(args.otlp_service_name,
+                                                   std::make_unique<OtlpHttpSender>(url));
+    log_info(fmt::format("Exporting traces to {} (OTLP/HTTP, JSON; service.name {})", url,
+                         args.otlp_service_name));
+  }
   // The state outlives the engine: the engine thread records each step into its metrics.
   ServerState state;
+  state.span_exporter = span_exporter.get();
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
   Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config),
                 [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); });
@@ -250,6 +263,8 @@ int run_server(const LauncherArgs& args) {
   }
   engine.stop();
   server.stop();
+  // TGI flushes its spans after the drain; the drained requests' spans are all queued by now.
+  if (span_exporter) span_exporter->shutdown();
   return 0;
 }
 

@@ -101,10 +101,15 @@ TEST(LauncherArgs, AcceptsTgiManifestSettings) {
   EXPECT_NE(all.find("--cuda-graphs 1,2,4,8 has no effect on the CPU backend"), std::string::npos);
   EXPECT_NE(all.find("--cuda-memory-fraction has no effect"), std::string::npos);
   EXPECT_NE(all.find("--disable-custom-kernels has no effect"), std::string::npos);
-  EXPECT_NE(all.find("--otlp-endpoint http://otel:4317 (service name my-service): accepted, but "
-                     "traces are not exported yet"),
+  // We export OTLP/HTTP: TGI's gRPC port is worth a warning (4318 is not).
+  EXPECT_NE(all.find("--otlp-endpoint http://otel:4317: port 4317 is OTLP/gRPC's, but traces are "
+                     "exported with OTLP/HTTP (JSON), which a collector receives on port 4318"),
             std::string::npos);
   EXPECT_NE(all.find("--trust-remote-code has no effect"), std::string::npos);
+  a.otlp_endpoint = "http://otel:4318";
+  notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok()) << notes.error().message;
+  EXPECT_EQ(notes->size(), 4u);
   EXPECT_TRUE(check_launcher_args(LauncherArgs{}).ok());
 }
 

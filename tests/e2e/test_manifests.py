@@ -66,8 +66,8 @@ def test_tgi_manifest_environment_starts_and_serves():
     for note in ("--cuda-graphs 1,2,4,8,16 has no effect on the CPU backend",
                  "--cuda-memory-fraction has no effect on the CPU backend",
                  "--disable-custom-kernels has no effect on the CPU backend",
-                 "--otlp-endpoint http://otel-collector:4317 (service name tgi-smollm): accepted, but "
-                 "traces are not exported yet",
+                 "--otlp-endpoint http://otel-collector:4317: port 4317 is OTLP/gRPC's, but traces "
+                 "are exported with OTLP/HTTP (JSON), which a collector receives on port 4318",
                  "USE_FLASH_ATTENTION=true has no effect on the CPU backend",
                  "--trust-remote-code has no effect",
                  # The default model is all block-quantized: --dtype says what it does to it.

@@ -38,6 +38,10 @@ struct GenerateParameters {
   std::optional<std::string> adapter_id;
 };
 
+// The parameters as TGI's spans and logs show them (Rust's Debug form of its struct, its field
+// order): `GenerateParameters { adapter_id: None, best_of: None, temperature: Some(0.5), ... }`.
+std::string debug_text(const GenerateParameters& parameters);
+
 // One prompt with its parameters, as a route hands it to validation.
 struct ParsedGenerateRequest {
   std::string inputs;

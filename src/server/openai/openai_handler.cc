@@ -13,13 +13,16 @@
 #include "server/text/token_offsets.h"
 #include "server/tgi/generate_handler.h"
 #include "server/tgi/generate_response.h"
+#include "server/tracing/request_trace.h"
 
 namespace lm {
 namespace {
 
+// `clock` (null: not a traced route) gets the error on its trace.
 void respond_json_error(ServerState& state, ResponseStream& response, const ApiError& error,
-                        const char* metric_label) {
+                        const char* metric_label, const RequestClock* clock = nullptr) {
   if (metric_label != nullptr) state.metrics.increment("tgi_request_failure", metric_label);
+  if (clock != nullptr) trace_failure(*clock, error);
   response.respond(
       {error.status, {{"Content-Type", "application/json"}}, openai_error_json(error)});
 }
@@ -50,7 +53,7 @@ void run_admitted(ServerState& state, std::shared_ptr<ResponseStream> response, 
     settings.compute_characters += count_characters(prompt.valid.inputs);
   const bool stream = settings.stream;
   const size_t choices_per_prompt = admission.generations.size() / admission.prompts.size();
-  clock.enqueued = Clock::now();
+  clock.mark_enqueued();
   auto call = std::make_shared<OpenAiCall>(state, std::move(response), admission.permit, clock,
                                            std::move(settings));
   if (stream) call->start_stream();
@@ -72,6 +75,7 @@ void run_admitted(ServerState& state, std::shared_ptr<ResponseStream> response, 
 // What differs between the two generation routes; everything else is one flow (serve_openai).
 struct ChatRoute {
   using Request = ChatRequest;
+  static constexpr const char* kSpanName = "chat_completions";  // TGI's handler span
   static std::variant<ChatRequest, BodyRejection> parse(std::string_view body) {
     return parse_chat_request(body);
   }
@@ -97,6 +101,7 @@ struct ChatRoute {
 
 struct CompletionRoute {
   using Request = CompletionRequest;
+  static constexpr const char* kSpanName = "completions";
   static std::variant<CompletionRequest, BodyRejection> parse(std::string_view body) {
     return parse_completion_request(body);
   }
@@ -127,24 +132,27 @@ struct CompletionRoute {
 template <typename Route>
 void serve_openai(ServerState& state, const HttpRequest& request,
                   std::shared_ptr<ResponseStream> response) {
-  RequestClock clock{Clock::now(), {}, {}};
+  RequestClock clock = start_request_clock(state, request, Route::kSpanName);
   auto parsed = Route::parse(request.body);
   if (auto* rejection = std::get_if<BodyRejection>(&parsed)) {
+    trace_failure(clock, {rejection->status, rejection->body, ""});
     return respond_rejection(*response, *rejection);
   }
   typename Route::Request& body = std::get<typename Route::Request>(parsed);
   state.metrics.increment("tgi_request_count");
   if (auto error = Route::validate(body, state.settings)) {
-    return respond_json_error(state, *response, *error, kValidation);
+    return respond_json_error(state, *response, *error, kValidation, &clock);
   }
   // NOTE: TGI counts the route once and each prompt's generation again (a chat counts twice).
   state.metrics.increment("tgi_request_count", "", static_cast<double>(Route::num_prompts(body)));
   // The response's settings first: the request then moves into admission (messages, prompts).
   OpenAiCall::Settings settings = Route::settings(body, state.settings);
   const bool echo = Route::echo(body);
-  auto admitted = admit(state, Route::admission_request(std::move(body)));
+  AdmissionRequest admission_request = Route::admission_request(std::move(body));
+  if (clock.trace) clock.trace->set_parameters(debug_text(admission_request.parameters));
+  auto admitted = admit(state, std::move(admission_request));
   if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
-    return respond_json_error(state, *response, failure->error, failure->metric_label);
+    return respond_json_error(state, *response, failure->error, failure->metric_label, &clock);
   }
   run_admitted(state, std::move(response), clock, std::move(settings),
                std::get<Admission>(admitted), echo);

@@ -26,7 +26,7 @@ void OpenAiCall::start_stream() {
 
 void OpenAiCall::scheduled() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!clock_.scheduled) clock_.scheduled = Clock::now();
+  clock_.mark_scheduled();
 }
 
 void OpenAiCall::write(const std::string& sse) {
@@ -45,13 +45,14 @@ void OpenAiCall::fail(const std::string& message) {
   failed_ = finished_ = true;
   state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
+  const ApiError error = generation_error(message);
+  trace_failure(clock_, error);
   if (settings_.stream) {
-    response_->write(openai_stream_error_sse(generation_error(message).error));
+    response_->write(openai_stream_error_sse(error.error));
     response_->write(std::string(kSseDone));
     response_->finish();
     return;
   }
-  const ApiError error = generation_error(message);
   response_->respond(
       {error.status, {{"Content-Type", "application/json"}}, openai_error_json(error)});
 }
@@ -73,6 +74,8 @@ void OpenAiCall::answer() {
     usage.completion_tokens += c->completion_tokens;
   }
   record_success(state_.metrics, clock_, usage.completion_tokens);
+  // Before the response ends: a drained server then finds the spans queued for its flush.
+  trace_success(clock_, usage.prompt_tokens, usage.completion_tokens, std::nullopt);
   if (settings_.stream) {
     if (settings_.kind == OpenAiKind::kChat && settings_.include_usage)
       response_->write(sse_data(chat_usage_chunk_json(settings_.meta, usage)));
@@ -117,6 +120,7 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   if (done_) return false;
   const size_t offset_before = options_.echo.size() + filter_.released().size();
   SequenceText::Step step = text_.add(event);
+  if (text_.num_generated() == 1) call_->first_token();
   // Special tokens (the EOS) show as "" and never take part in stop strings.
   StopTextFilter::Output out = filter_.push(step.token.special ? "" : step.token.text);
   std::optional<FinishReason> finish = step.finish_reason;

@@ -49,6 +49,8 @@ class OpenAiCall {
   void start_stream();
   // A choice joined the running batch: the first one ends the request's queue time.
   void scheduled();
+  // A choice's first token: the first one ends the request's prefill (its trace's).
+  void first_token() const { clock_.mark_first_token(); }
   void write(const std::string& sse);
   void choice_done(size_t slot, Choice choice);
   // The request failed (the engine, or a submit): an error answer or stream event, once.

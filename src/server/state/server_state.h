@@ -19,6 +19,7 @@
 namespace lm {
 
 class ChatTemplate;
+class SpanExporter;
 
 struct ServerState {
   const Tokenizer* tokenizer = nullptr;
@@ -35,6 +36,8 @@ struct ServerState {
   std::shared_ptr<const ChatTemplate> chat_template;
   std::string bos_token;
   std::string eos_token;
+  // Where request spans go (server/tracing); null without --otlp-endpoint: nothing is traced.
+  SpanExporter* span_exporter = nullptr;
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released when its

@@ -9,6 +9,7 @@
 #include "server/tgi/generate_request.h"
 #include "server/tgi/generate_response.h"
 #include "server/tgi/generation_sinks.h"
+#include "server/tracing/request_trace.h"
 #include "server/wire/api_error.h"
 
 namespace lm {
@@ -42,8 +43,20 @@ struct CandidateCollector {
   }
 
   void answer() {
+    // The queue time ends when the first candidate joined the running batch, the prefill when
+    // the first candidate's first token came.
+    std::optional<Clock::time_point> first_token;
+    for (const auto& o : outcomes) {
+      if (o.scheduled && (!clock.scheduled || *o.scheduled < *clock.scheduled))
+        clock.scheduled = o.scheduled;
+      if (o.first_token && (!first_token || *o.first_token < *first_token))
+        first_token = o.first_token;
+    }
+    if (clock.trace && clock.scheduled) clock.trace->scheduled(*clock.scheduled);
+    if (clock.trace && first_token) clock.trace->first_token(*first_token);
     for (const auto& o : outcomes) {
       if (o.error) {
+        trace_failure(clock, *o.error);
         response->respond(
             {o.error->status, {{"Content-Type", "application/json"}}, api_error_json(*o.error)});
         return;
@@ -63,12 +76,8 @@ struct CandidateCollector {
         if (it != best) body.best_of_sequences->push_back(*it->sequence);
       }
     }
-    // The queue time ends when the first candidate joined the running batch.
-    for (const auto& o : outcomes) {
-      if (o.scheduled && (!clock.scheduled || *o.scheduled < *clock.scheduled))
-        clock.scheduled = o.scheduled;
-    }
     record_success(state.metrics, clock, body.result.generated_tokens);
+    trace_success(clock, best->input_length, body.result.generated_tokens, body.result.seed);
     HttpResponse out;
     out.headers =
         generate_response_headers(state.compute_type, compute_characters, request_timings(clock),
@@ -78,15 +87,29 @@ struct CandidateCollector {
   }
 };
 
+// TGI's handler span names.
+const char* span_name(GenerateRoute route) {
+  switch (route) {
+    case GenerateRoute::kGenerate:
+      return "generate";
+    case GenerateRoute::kGenerateStream:
+      return "generate_stream";
+    case GenerateRoute::kCompat:
+      break;
+  }
+  return "compat_generate";
+}
+
 }  // namespace
 
 void handle_generate(ServerState& state, HttpRequest request,
                      std::shared_ptr<ResponseStream> response, GenerateRoute route) {
-  RequestClock clock{Clock::now(), {}, {}};
+  RequestClock clock = start_request_clock(state, request, span_name(route));
   auto parsed_or = parse_generate_request(request.body, route == GenerateRoute::kCompat
                                                             ? GenerateBody::kCompat
                                                             : GenerateBody::kGenerate);
   if (auto* rejection = std::get_if<BodyRejection>(&parsed_or)) {
+    trace_failure(clock, {rejection->status, rejection->body, ""});
     response->respond(
         {rejection->status, {{"Content-Type", std::string(kTextPlain)}}, rejection->body});
     return;
@@ -96,9 +119,12 @@ void handle_generate(ServerState& state, HttpRequest request,
       route == GenerateRoute::kGenerateStream || (route == GenerateRoute::kCompat && parsed.stream);
   state.metrics.increment("tgi_request_count");
   const size_t request_characters = count_characters(parsed.inputs);
-  auto admitted = admit(state, generate_admission_request(std::move(parsed), streaming));
+  AdmissionRequest admission_request = generate_admission_request(std::move(parsed), streaming);
+  if (clock.trace) clock.trace->set_parameters(debug_text(admission_request.parameters));
+  auto admitted = admit(state, std::move(admission_request));
   if (auto* failure = std::get_if<AdmissionFailure>(&admitted)) {
     state.metrics.increment("tgi_request_failure", failure->metric_label);
+    trace_failure(clock, failure->error);
     // Streams always answer 200: TGI delivers validation and overload errors as one SSE event.
     if (!streaming) return respond_error(*response, failure->error);
     response->start_stream(200, stream_response_headers(state.compute_type, request_characters));
@@ -119,7 +145,7 @@ void handle_generate(ServerState& state, HttpRequest request,
   const size_t compute_characters = count_characters(valid.inputs);
   auto text = [&] { return SequenceText(*state.tokenizer, prompt.ids, text_options); };
 
-  clock.enqueued = Clock::now();
+  clock.mark_enqueued();
   if (streaming) {
     response->start_stream(200, stream_response_headers(state.compute_type, compute_characters));
     return submit_all(state, admission, [&](const AdmittedGeneration& generation) {

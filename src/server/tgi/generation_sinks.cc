@@ -9,6 +9,26 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
+RequestClock start_request_clock(const ServerState& state, const HttpRequest& request,
+                                 const char* span_name) {
+  RequestClock clock;
+  clock.start = Clock::now();
+  if (state.span_exporter != nullptr) {
+    clock.trace = RequestTrace::start(state.span_exporter, span_name, request.header("traceparent"),
+                                      clock.start);
+  }
+  return clock;
+}
+
+void trace_success(const RequestClock& clock, uint32_t input_tokens, uint32_t generated_tokens,
+                   std::optional<uint64_t> seed) {
+  if (clock.trace) clock.trace->succeed({input_tokens, generated_tokens, seed});
+}
+
+void trace_failure(const RequestClock& clock, const ApiError& error) {
+  if (clock.trace) clock.trace->fail(error.status, error.error_type, error.error);
+}
+
 void record_success(Metrics& metrics, const RequestClock& clock, uint32_t generated_tokens) {
   const auto now = Clock::now();
   const auto scheduled = clock.scheduled.value_or(now);
@@ -53,12 +73,11 @@ StreamSink::~StreamSink() {
   }
 }
 
-void StreamSink::on_scheduled() {
-  if (!clock_.scheduled) clock_.scheduled = Clock::now();  // the first time, not a re-admission
-}
+void StreamSink::on_scheduled() { clock_.mark_scheduled(); }
 
 bool StreamSink::on_token(const TokenEvent& event) {
   SequenceText::Step step = text_.add(event);
+  if (text_.num_generated() == 1) clock_.mark_first_token();
   StreamTokenEvent sse;
   sse.index = text_.num_generated();
   sse.token = std::move(step.token);
@@ -75,6 +94,8 @@ bool StreamSink::on_token(const TokenEvent& event) {
   if (!step.finish_reason) return true;
   done_ = true;
   record_success(state_.metrics, clock_, text_.num_generated());
+  // Before the response ends: a drained server then finds the spans queued for its flush.
+  trace_success(clock_, text_.input_length(), text_.num_generated(), seed_);
   response_->finish();
   return false;
 }
@@ -83,7 +104,9 @@ void StreamSink::on_error(const std::string& message) {
   done_ = true;
   state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
-  response_->write(stream_error_sse(generation_error(message)));
+  const ApiError error = generation_error(message);
+  trace_failure(clock_, error);
+  response_->write(stream_error_sse(error));
   response_->finish();
 }
 
@@ -105,10 +128,12 @@ void CollectingSink::on_scheduled() {
 
 bool CollectingSink::on_token(const TokenEvent& event) {
   SequenceText::Step step = text_.add(event);
+  if (!first_token_) first_token_ = Clock::now();
   if (!step.finish_reason) return true;
   done_ = true;
   SequenceOutcome outcome;
   outcome.scheduled = scheduled_;
+  outcome.first_token = first_token_;
   outcome.sequence = text_.result(*step.finish_reason, seed_);
   outcome.mean_logprob = text_.mean_logprob();
   outcome.input_length = text_.input_length();
