@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh Debian 12 machine (run as root; `make` calls it). Installs what is
 # missing and nothing else: Debian build dependencies, a project-local Python virtualenv (.venv)
-# with the light test-time tools, the default model and the reference vocabularies.
+# with the light test-time tools, XGrammar's pinned sdist (constrained decoding, built by CMake),
+# the default model and the reference vocabularies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +31,5 @@ if [ ! -x .venv/bin/python ] || [ scripts/requirements-test.txt -nt .venv/.stamp
   touch .venv/.stamp
 fi
 
+scripts/fetch_xgrammar.sh
 scripts/fetch_models.sh

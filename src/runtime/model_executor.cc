@@ -37,6 +37,15 @@ Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
   return *sampler;
 }
 
+std::span<const int32_t> ModelExecutor::grammar_bitmask_for(const Sequence& seq) {
+  if (!seq.request.grammar) return {};
+  std::unique_ptr<GrammarMatcher>& matcher = matchers_[seq.id];
+  if (!matcher) matcher = std::make_unique<GrammarMatcher>(seq.request.grammar);
+  bitmask_.resize(static_cast<size_t>(grammar_bitmask_words(matcher->vocab_size())));
+  if (!matcher->fill_next_token_bitmask(bitmask_)) return {};
+  return bitmask_;
+}
+
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
   std::vector<SampleResult> samples;
   timings_ = {};
@@ -58,14 +67,22 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
   for (const ScheduledSequence& entry : batch.sequences) {
     Sampler& sampler = sampler_for(*entry.sequence);
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
-    SampleResult token = sampler.sample(std::span<float>(logits_).subspan(row++ * vocab, vocab));
+    const std::span<const int32_t> mask = grammar_bitmask_for(*entry.sequence);
+    SampleResult token =
+        sampler.sample(std::span<float>(logits_).subspan(row++ * vocab, vocab), mask);
     sampler.observe(token.id);
+    // Refused only when every allowed logit was -inf; the grammar then stays where it was.
+    if (auto it = matchers_.find(entry.sequence->id); it != matchers_.end())
+      it->second->accept_token(token.id);
     samples.push_back(std::move(token));
   }
   timings_.sample_seconds = seconds_since(clock);
   return samples;
 }
 
-void ModelExecutor::release(int64_t seq_id) { samplers_.erase(seq_id); }
+void ModelExecutor::release(int64_t seq_id) {
+  samplers_.erase(seq_id);
+  matchers_.erase(seq_id);
+}
 
 }  // namespace lm

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
 #include "server/metrics/metrics.h"
 #include "server/state/server_settings.h"
 #include "server/transport/sse_keepalive.h"
@@ -35,6 +36,8 @@ struct ServerState {
   std::shared_ptr<const ChatTemplate> chat_template;
   std::string bos_token;
   std::string eos_token;
+  // Compiles request grammars (null: grammars are refused, as with --disable-grammar-support).
+  GrammarCompiler* grammar_compiler = nullptr;
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released when its
