@@ -1,6 +1,8 @@
 #include "grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <exception>
+#include <vector>
 
 #include "base/check.h"
 #include "grammar/xgrammar_types.h"
@@ -15,13 +17,20 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
 
 GrammarMatcher::~GrammarMatcher() = default;
 
+namespace {
+
+void allow_only(std::span<int32_t> bitmask, const std::vector<int>& ids) {
+  std::fill(bitmask.begin(), bitmask.end(), 0);
+  for (int id : ids) bitmask[static_cast<size_t>(id / 32)] |= static_cast<int32_t>(1u << (id % 32));
+}
+
+}  // namespace
+
 bool GrammarMatcher::fill_next_token_bitmask(std::span<int32_t> bitmask) {
   LM_CHECK(static_cast<int32_t>(bitmask.size()) == grammar_bitmask_words(vocab_size()));
-  if (matcher_->IsTerminated()) {  // XGrammar refuses a mask after the stop token
-    std::fill(bitmask.begin(), bitmask.end(), 0);
-    for (int32_t id : matcher_->GetStopTokenIds()) {
-      bitmask[static_cast<size_t>(id / 32)] |= static_cast<int32_t>(1u << (id % 32));
-    }
+  // XGrammar refuses a mask after the stop token: only a stop id may follow.
+  if (matcher_->IsTerminated()) {
+    allow_only(bitmask, matcher_->GetStopTokenIds());
     return true;
   }
   int64_t shape[1] = {static_cast<int64_t>(bitmask.size())};
@@ -31,12 +40,23 @@ bool GrammarMatcher::fill_next_token_bitmask(std::span<int32_t> bitmask) {
   tensor.ndim = 1;
   tensor.dtype = xgrammar::GetBitmaskDLType();
   tensor.shape = shape;
-  return matcher_->FillNextTokenBitmask(&tensor);
+  try {
+    return matcher_->FillNextTokenBitmask(&tensor);
+  } catch (const std::exception&) {
+    // NOTE: fail closed. This runs on the engine thread, which must not die of one request:
+    // XGrammar's internal checks throw, and then the generation ends at a stop id.
+    allow_only(bitmask, matcher_->GetStopTokenIds());
+    return true;
+  }
 }
 
 bool GrammarMatcher::accept_token(int32_t id) {
   if (id < 0 || id >= vocab_size() || matcher_->IsTerminated()) return false;
-  return matcher_->AcceptToken(id);
+  try {
+    return matcher_->AcceptToken(id);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 bool GrammarMatcher::can_terminate() const {
