@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -47,8 +48,15 @@ class ModelExecutor final : public Executor {
 
  private:
   Sampler& sampler_for(const Sequence& seq);
-  // The allowed next tokens of a constrained sequence (empty: unconstrained or all allowed).
-  std::span<const int32_t> grammar_bitmask_for(const Sequence& seq);
+  // One sampling row's grammar: its matcher (null: unconstrained) and next-token mask.
+  struct GrammarRow {
+    GrammarMatcher* matcher = nullptr;
+    std::vector<int32_t> bitmask;
+    bool masked = false;  // false: every token allowed
+  };
+  // Fills grammar_rows_ (one per sampling row) and starts computing the constrained rows' masks
+  // on a helper thread; an invalid future when no row is constrained.
+  std::future<void> start_grammar_masks(const ScheduledBatch& batch);
 
   LlamaModel& model_;
   ThreadPool& pool_;
@@ -57,10 +65,8 @@ class ModelExecutor final : public Executor {
   // matcher (its generated tokens are kept too), so its recompute continues exactly where it
   // left off; only release frees them.
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
-  // NOTE: each mask is computed on the engine thread after the forward, not overlapped with it:
-  // SmolLM2-135M at batch 1 on 2 cores went from ~13 to ~16 ms per token with a JSON schema.
   std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
-  std::vector<int32_t> bitmask_;  // the current sequence's mask
+  std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling row
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
   bool reject_non_finite_logits_ = false;
