@@ -14,20 +14,23 @@ FROM ${BASE_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 # Behind a TLS-intercepting proxy: the path of a CA bundle mounted into the build
 # (`podman build -v /etc/ssl/certs/ca-certificates.crt:/run/build-ca.crt:ro
-# --build-arg BUILD_CA_BUNDLE=/run/build-ca.crt`), used for the build's PyPI download and never
+# --build-arg BUILD_CA_BUNDLE=/run/build-ca.crt`), used for the build's PyPI downloads and never
 # copied into an image.
 ARG BUILD_CA_BUNDLE=
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends build-essential cmake ccache pkg-config \
-      python3 python3-pip unzip ca-certificates nlohmann-json3-dev libspdlog-dev libfmt-dev \
+      python3 python3-pip unzip curl ca-certificates nlohmann-json3-dev libspdlog-dev libfmt-dev \
       libpcre2-dev libicu-dev libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# The default model first: its layer stays cached while the sources change.
-COPY scripts/fetch_models.sh scripts/
-RUN if [ -n "$BUILD_CA_BUNDLE" ]; then export PIP_CERT="$BUILD_CA_BUNDLE"; fi \
- && scripts/fetch_models.sh --default-model-only
+# The default model and XGrammar's sdist first, both sha256-pinned: their layer stays cached while
+# the sources change.
+COPY scripts/fetch_models.sh scripts/fetch_xgrammar.sh scripts/
+RUN if [ -n "$BUILD_CA_BUNDLE" ]; then export PIP_CERT="$BUILD_CA_BUNDLE" CURL_CA_BUNDLE="$BUILD_CA_BUNDLE"; fi \
+ && scripts/fetch_models.sh --default-model-only \
+ && scripts/fetch_xgrammar.sh
 COPY CMakeLists.txt ./
+COPY cmake cmake
 COPY src src
 # The launcher alone, built as CI tests and the benchmarks measure it (RelWithDebInfo, -O2; the debug
 # info is stripped below), with CPU kernels for every x86-64 level chosen at run time (no

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh Debian 12 machine (run as root; `make` calls it). Installs what is
 # missing and nothing else: Debian build dependencies, a project-local Python virtualenv (.venv)
-# with the light test-time tools, the default model and the reference vocabularies.
+# with the light test-time tools, XGrammar's pinned sdist (constrained decoding, built by CMake),
+# the default model and the reference vocabularies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential cmake ccache pkg-config clang-format python3-venv unzip
+APT_PACKAGES=(build-essential cmake ccache pkg-config clang-format python3-venv unzip curl
   nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev libicu-dev libgtest-dev libgmock-dev
   libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev)
 
@@ -30,4 +31,5 @@ if [ ! -x .venv/bin/python ] || [ scripts/requirements-test.txt -nt .venv/.stamp
   touch .venv/.stamp
 fi
 
+scripts/fetch_xgrammar.sh
 scripts/fetch_models.sh

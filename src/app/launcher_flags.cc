@@ -139,7 +139,7 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
          "A tokenizer_config.json whose chat template (and bos/eos tokens) replace the model's")
       ->envname("TOKENIZER_CONFIG_PATH");
   app.add_flag("--disable-grammar-support", a.disable_grammar_support,
-               "Accepted; grammars are not built")
+               "Refuse `grammar` and `response_format` (constrained output)")
       ->envname("DISABLE_GRAMMAR_SUPPORT");
   app.add_option("--max-client-batch-size", a.max_client_batch_size,
                  "Prompts per /v1/completions call")

@@ -14,6 +14,8 @@
 #include "app/start_plan.h"
 #include "base/log.h"
 #include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
+#include "grammar/grammar_vocab.h"
 #include "kernels/cpu/isa.h"
 #include "runtime/kv_pool.h"
 #include "runtime/model_executor.h"
@@ -240,6 +242,22 @@ int run_server(const LauncherArgs& args) {
     state.bos_token = *tokenizer_config->bos_token;
   if (tokenizer_config && tokenizer_config->eos_token)
     state.eos_token = *tokenizer_config->eos_token;
+  // Constrained decoding: the vocabulary as the grammar engine sees it (the model's logits width,
+  // the engine's EOS ids as the ids that end a grammar) and the compiled-grammar cache.
+  std::unique_ptr<GrammarVocab> grammar_vocab;
+  std::unique_ptr<GrammarCompiler> grammar_compiler;
+  served.limits.grammar_support = !args.disable_grammar_support;
+  if (served.limits.grammar_support) {
+    const auto started = std::chrono::steady_clock::now();
+    grammar_vocab = std::make_unique<GrammarVocab>(
+        **tokenizer, static_cast<int32_t>(config.vocab_size), engine_config.eos_token_ids);
+    grammar_compiler = std::make_unique<GrammarCompiler>(*grammar_vocab);
+    state.grammar_compiler = grammar_compiler.get();
+    log_info(fmt::format(
+        "Grammar support: {} tokens indexed in {:.0f} ms", grammar_vocab->vocab_size(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count()));
+  }
 
   HttpServerConfig http;
   http.hostname = args.hostname;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "grammar/compiled_grammar.h"
 
 namespace lm {
 
@@ -17,6 +19,9 @@ struct EngineRequest {
   // False skips the prefix cache lookup so the whole prompt is computed (TGI does so for
   // requests that return prompt logprobs).
   bool use_prefix_cache = true;
+  // Constrained decoding: the generated tokens must match this grammar (null: unconstrained).
+  // Compiled at admission; the executor's sampler masks each step's logits with it.
+  std::shared_ptr<const CompiledGrammar> grammar;
 };
 
 }  // namespace lm

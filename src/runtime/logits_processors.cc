@@ -125,6 +125,19 @@ void apply_frequency_presence_penalty(std::span<float> scores, const TokenCountM
   }
 }
 
+void apply_token_bitmask(std::span<float> scores, std::span<const int32_t> bitmask) {
+  const size_t num_allowed = std::min(scores.size(), bitmask.size() * 32);
+  for (size_t word_idx = 0; word_idx * 32 < num_allowed; ++word_idx) {
+    const auto word = static_cast<uint32_t>(bitmask[word_idx]);
+    if (word == 0xffffffffu) continue;
+    const size_t end = std::min(num_allowed, (word_idx + 1) * 32);
+    for (size_t i = word_idx * 32; i < end; ++i) {
+      if (((word >> (i % 32)) & 1u) == 0) scores[i] = kNegInf;
+    }
+  }
+  std::fill(scores.begin() + static_cast<std::ptrdiff_t>(num_allowed), scores.end(), kNegInf);
+}
+
 void apply_temperature(std::span<float> scores, float temperature) {
   LM_CHECK(temperature > 0.0f);
   for (float& x : scores) x = clamp_high(x / temperature);

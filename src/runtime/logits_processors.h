@@ -47,6 +47,10 @@ void apply_frequency_presence_penalty(std::span<float> scores, const TokenCountM
                                       int64_t num_ids, float frequency_penalty,
                                       float presence_penalty);
 
+// A grammar's token bitmask (bit id % 32 of word id / 32 set: id allowed): every other score
+// becomes -inf, as do ids past the mask's end.
+void apply_token_bitmask(std::span<float> scores, std::span<const int32_t> bitmask);
+
 // HF TemperatureLogitsWarper: divide by the temperature.
 void apply_temperature(std::span<float> scores, float temperature);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <span>
 #include <string>
 
@@ -37,6 +38,31 @@ Sampler& ModelExecutor::sampler_for(const Sequence& seq) {
   return *sampler;
 }
 
+std::future<void> ModelExecutor::start_grammar_masks(const ScheduledBatch& batch) {
+  grammar_rows_.clear();
+  for (const ScheduledSequence& entry : batch.sequences) {
+    if (!entry.samples) continue;
+    const Sequence& seq = *entry.sequence;
+    GrammarRow& row = grammar_rows_.emplace_back();
+    if (!seq.request.grammar) continue;
+    std::unique_ptr<GrammarMatcher>& matcher = matchers_[seq.id];
+    if (!matcher) matcher = std::make_unique<GrammarMatcher>(seq.request.grammar);
+    row.matcher = matcher.get();
+    row.bitmask.resize(static_cast<size_t>(grammar_bitmask_words(matcher->vocab_size())));
+  }
+  const bool any = std::any_of(grammar_rows_.begin(), grammar_rows_.end(),
+                               [](const GrammarRow& row) { return row.matcher != nullptr; });
+  if (!any) return {};
+  // The matchers already hold every token sampled so far, so the masks need no logits: they are
+  // filled on a helper thread while the forward runs. Only that thread touches grammar_rows_
+  // until the future is waited for.
+  return std::async(std::launch::async, [this] {
+    for (GrammarRow& row : grammar_rows_) {
+      if (row.matcher != nullptr) row.masked = row.matcher->fill_next_token_bitmask(row.bitmask);
+    }
+  });
+}
+
 Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& batch) {
   std::vector<SampleResult> samples;
   timings_ = {};
@@ -44,8 +70,10 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
   auto clock = std::chrono::steady_clock::now();
   // One forward for every scheduled token: each weight matrix is read once per step.
   inputs_.build(batch, kv_.block_size(), kv_.num_blocks());
+  std::future<void> grammar_masks = start_grammar_masks(batch);
   timings_.prepare_seconds = seconds_since(clock);
   model_.forward_batch(inputs_.view(), kv_.view(), logits_, pool_);
+  if (grammar_masks.valid()) grammar_masks.get();
   timings_.forward_seconds = seconds_since(clock);
   if (reject_non_finite_logits_ &&
       !std::all_of(logits_.begin(), logits_.end(), [](float x) { return std::isfinite(x); })) {
@@ -58,14 +86,22 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
   for (const ScheduledSequence& entry : batch.sequences) {
     Sampler& sampler = sampler_for(*entry.sequence);
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
-    SampleResult token = sampler.sample(std::span<float>(logits_).subspan(row++ * vocab, vocab));
+    GrammarRow& grammar = grammar_rows_[row];
+    SampleResult token = sampler.sample(
+        std::span<float>(logits_).subspan(row++ * vocab, vocab),
+        grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
     sampler.observe(token.id);
+    // Refused only when every allowed logit was -inf; the grammar then stays where it was.
+    if (grammar.matcher != nullptr) grammar.matcher->accept_token(token.id);
     samples.push_back(std::move(token));
   }
   timings_.sample_seconds = seconds_since(clock);
   return samples;
 }
 
-void ModelExecutor::release(int64_t seq_id) { samplers_.erase(seq_id); }
+void ModelExecutor::release(int64_t seq_id) {
+  samplers_.erase(seq_id);
+  matchers_.erase(seq_id);
+}
 
 }  // namespace lm

@@ -1,10 +1,14 @@
 // ModelExecutor: the engine's Executor over a LlamaModel on the CPU. Owns the paged K/V pool of
-// all sequences and each running sequence's Sampler (created on first sight, freed on release);
-// every step is one batched forward over all scheduled tokens.
+// all sequences and each running sequence's Sampler and, for a constrained one, its
+// GrammarMatcher (created on first sight, freed on release); every step is one batched forward
+// over all scheduled tokens.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "engine/engine_config.h"
 #include "engine/executor.h"
+#include "grammar/grammar_matcher.h"
 #include "model/llama_model.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
@@ -35,19 +40,33 @@ class ModelExecutor final : public Executor {
   // traffic; serving leaves it off.
   void set_reject_non_finite_logits(bool on) { reject_non_finite_logits_ = on; }
 
-  // Sequences holding a Sampler (seen and not yet released).
-  int64_t num_sequences() const { return static_cast<int64_t>(samplers_.size()); }
+  // Sequences holding a Sampler or a grammar matcher (seen and not yet released).
+  int64_t num_sequences() const {
+    return static_cast<int64_t>(std::max(samplers_.size(), matchers_.size()));
+  }
   KvPool& kv_pool() { return kv_; }
 
  private:
   Sampler& sampler_for(const Sequence& seq);
+  // One sampling row's grammar: its matcher (null: unconstrained) and next-token mask.
+  struct GrammarRow {
+    GrammarMatcher* matcher = nullptr;
+    std::vector<int32_t> bitmask;
+    bool masked = false;  // false: every token allowed
+  };
+  // Fills grammar_rows_ (one per sampling row) and starts computing the constrained rows' masks
+  // on a helper thread; an invalid future when no row is constrained.
+  std::future<void> start_grammar_masks(const ScheduledBatch& batch);
 
   LlamaModel& model_;
   ThreadPool& pool_;
   KvPool kv_;
-  // NOTE: a preempted sequence keeps its Sampler (RNG state, penalty counts), so its recompute
-  // continues exactly where it left off; only release frees it.
+  // NOTE: a preempted sequence keeps its Sampler (RNG state, penalty counts) and its grammar
+  // matcher (its generated tokens are kept too), so its recompute continues exactly where it
+  // left off; only release frees them.
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
+  std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
+  std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling row
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
   bool reject_non_finite_logits_ = false;

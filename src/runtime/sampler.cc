@@ -33,7 +33,7 @@ void Sampler::observe(int32_t id) {
   ++num_ids_;
 }
 
-SampleResult Sampler::sample(std::span<float> logits) {
+SampleResult Sampler::sample(std::span<float> logits, std::span<const int32_t> token_bitmask) {
   LM_CHECK(!logits.empty());
   sanitize_scores(logits);
   if (params_.repetition_penalty != 1.0f) {
@@ -43,6 +43,7 @@ SampleResult Sampler::sample(std::span<float> logits) {
     apply_frequency_presence_penalty(logits, counts_, num_ids_, params_.frequency_penalty,
                                      params_.presence_penalty);
   }
+  if (!token_bitmask.empty()) apply_token_bitmask(logits, token_bitmask);
   if (params_.temperature != 1.0f) apply_temperature(logits, params_.temperature);
   if (params_.top_k != 0) apply_top_k(logits, params_.top_k, scratch_);
   if (params_.top_p < 1.0f) apply_top_p(logits, params_.top_p, scratch_);

@@ -23,7 +23,9 @@ class Sampler {
 
   // Processes `logits` in place (they end as the processed scores) and picks the next token.
   // NaN logits count as -inf; if every logit is -inf the answer is id 0 with logprob -inf.
-  SampleResult sample(std::span<float> logits);
+  // `token_bitmask` (a grammar's allowed ids, bit id % 32 of word id / 32; empty: no grammar)
+  // masks the scores after the penalties and before the warpers, TGI's order.
+  SampleResult sample(std::span<float> logits, std::span<const int32_t> token_bitmask = {});
 
   // Whether the choice is random: do_sample, or any warper set (TGI flips to sampling then).
   bool is_random() const { return is_random_; }

@@ -31,8 +31,23 @@ void ByteLevelDecoder::decode_chain(std::vector<std::string>& tokens) const {
   tokens.assign(1, utf8_lossy(bytes));
 }
 
+std::string ByteLevelDecoder::token_bytes(std::string token) const {
+  std::string bytes;
+  for (size_t pos = 0; pos < token.size();) {
+    if (utf8_valid_len(token, pos) == 0) return token;
+    const int byte = unicode_to_byte(utf8_next(token, pos));
+    if (byte < 0) return token;  // not in the byte alphabet (an added token): as it is
+    bytes += static_cast<char>(byte);
+  }
+  return bytes;
+}
+
 void ReplaceDecoder::decode_chain(std::vector<std::string>& tokens) const {
   for (std::string& token : tokens) token = replace_all(token, from_, to_);
+}
+
+std::string ReplaceDecoder::token_bytes(std::string token) const {
+  return replace_all(token, from_, to_);
 }
 
 static int parse_byte_token(const std::string& token) {
@@ -85,6 +100,11 @@ void ByteFallbackDecoder::decode_chain(std::vector<std::string>& tokens) const {
   tokens = std::move(out);
 }
 
+std::string ByteFallbackDecoder::token_bytes(std::string token) const {
+  const int byte = parse_byte_token(token);
+  return byte >= 0 ? std::string(1, static_cast<char>(byte)) : token;
+}
+
 void FuseDecoder::decode_chain(std::vector<std::string>& tokens) const {
   std::string joined;
   for (const std::string& token : tokens) joined += token;
@@ -115,6 +135,10 @@ void MetaspaceDecoder::decode_chain(std::vector<std::string>& tokens) const {
     }
     token = replace_all(token, replacement_, " ");
   }
+}
+
+std::string MetaspaceDecoder::token_bytes(std::string token) const {
+  return replace_all(token, replacement_, " ");
 }
 
 }  // namespace lm

@@ -15,6 +15,9 @@ class Decoder {
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
   // Whether <0xXX> tokens are decoded as runs of bytes (a later byte can change earlier text).
   virtual bool has_byte_fallback() const { return false; }
+  // The bytes one token adds to a text in the middle of a decode: the per-token rewrite only,
+  // without the rules that look at the whole text (first-token strips, lossy UTF-8 joins).
+  virtual std::string token_bytes(std::string token) const { return token; }
 };
 
 // Maps byte-alphabet characters back to bytes (tokens with other characters pass through as
@@ -22,12 +25,14 @@ class Decoder {
 class ByteLevelDecoder : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override;
+  std::string token_bytes(std::string token) const override;
 };
 
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
   void decode_chain(std::vector<std::string>& tokens) const override;
+  std::string token_bytes(std::string token) const override;
 
  private:
   std::string from_, to_;
@@ -38,6 +43,7 @@ class ByteFallbackDecoder : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override;
   bool has_byte_fallback() const override { return true; }
+  std::string token_bytes(std::string token) const override;
 };
 
 class FuseDecoder : public Decoder {
@@ -46,6 +52,8 @@ class FuseDecoder : public Decoder {
 };
 
 // Removes up to `start` leading and `stop` trailing `content` characters from each token.
+// NOTE: token_bytes keeps the token: in SentencePiece pipelines Strip follows Fuse, so it only
+// ever strips the whole text's first space, not a token's in the middle of a decode.
 class StripDecoder : public Decoder {
  public:
   StripDecoder(std::string content, size_t start, size_t stop)
@@ -63,6 +71,7 @@ class MetaspaceDecoder : public Decoder {
   MetaspaceDecoder(std::string replacement, bool strip_first)
       : replacement_(std::move(replacement)), strip_first_(strip_first) {}
   void decode_chain(std::vector<std::string>& tokens) const override;
+  std::string token_bytes(std::string token) const override;
 
  private:
   std::string replacement_;
@@ -81,6 +90,10 @@ class SequenceDecoder : public Decoder {
       if (step->has_byte_fallback()) return true;
     }
     return false;
+  }
+  std::string token_bytes(std::string token) const override {
+    for (const auto& step : steps_) token = step->token_bytes(std::move(token));
+    return token;
   }
 
  private:

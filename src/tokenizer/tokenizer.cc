@@ -179,6 +179,13 @@ std::string_view Tokenizer::token_text(int32_t id) const {
   return parts_->id_to_token[id];
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  const std::string& text = parts_->id_to_token[id];
+  if (!parts_->decoder) return text;
+  return parts_->decoder->token_bytes(text);
+}
+
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto it = parts_->added_by_content.find(std::string(token));
       it != parts_->added_by_content.end()) {

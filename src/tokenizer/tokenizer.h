@@ -56,6 +56,10 @@ class Tokenizer {
   bool is_special(int32_t id) const;
   // The vocabulary spelling of a token ("" for ids outside the vocabulary).
   std::string_view token_text(int32_t id) const;
+  // The raw bytes a token adds to generated text in the middle of a decode (byte-level tokens
+  // mapped back to bytes, "▁" as a space, a <0xXX> token as its one byte; no UTF-8 repair):
+  // what constrained decoding matches grammars against. "" for ids outside the vocabulary.
+  std::string token_bytes(int32_t id) const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
   const std::string& chat_template() const;
   // A <0xXX> token that the decoder turns into a raw byte (SentencePiece byte fallback). Runs of

@@ -331,7 +331,6 @@ BAD_CHAT = [
     {"messages": HELLO, "max_tokens": 100000},
     {"messages": HELLO, "stop": ["a", "b", "c", "d", "e"]},
     {"messages": HELLO, "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
-    {"messages": HELLO, "response_format": {"type": "json_object"}},
     {"messages": HELLO, "presence_penalty": 5},
     {},
 ]

@@ -13,12 +13,16 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../tokenizer/tiny_vocab.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "grammar/grammar_compiler.h"
+#include "grammar/grammar_vocab.h"
 #include "runtime/warmup.h"
 
 namespace lm {
@@ -417,6 +421,80 @@ TEST_F(ModelExecutorTest, TinyKvPoolWithPreemptionAndSharedPrefixesMatchesEachRu
   EXPECT_EQ(executor_ptr->num_sequences(), 0);
   std::cout << "[ measured ] preemptions " << stats.num_preemptions << ", prefix-cache hit tokens "
             << stats.prefix_cache_hit_tokens << "/" << stats.prefix_cache_query_tokens << "\n";
+}
+
+// Constrained sequences through preemption and recompute: each keeps its matcher (its generated
+// tokens are kept), so together they get exactly the tokens they get alone, and every text
+// matches the grammar. The tiny model's 384 ids get a made-up vocabulary: 3..28 spell a..z, the
+// others "w<id>"; 0-2 are special (2 the EOS).
+TEST_F(ModelExecutorTest, ConstrainedSequencesThroughPreemptionMatchEachRunAlone) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  for (int32_t id = 3; id < 384; ++id)
+    tokens.push_back(id < 29 ? std::string(1, static_cast<char>('a' + id - 3))
+                             : "w" + std::to_string(id));
+  testing_tok::Json j = testing_tok::bpe_json(tokens, {});
+  j["added_tokens"] = {testing_tok::added(0, "<unk>", true), testing_tok::added(1, "<s>", true),
+                       testing_tok::added(2, "</s>", true)};
+  std::unique_ptr<Tokenizer> tokenizer = testing_tok::load(j);
+  ASSERT_NE(tokenizer, nullptr);
+  GrammarVocab vocab(*tokenizer, static_cast<int32_t>(model_->config().vocab_size),
+                     model_->config().eos_token_ids);
+  GrammarCompiler compiler(vocab);
+  const std::string pattern = "(ab|cd|w1[0-9][0-9])+";
+  auto grammar = compiler.compile({GrammarKind::kRegex, pattern});
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+
+  std::vector<EngineRequest> reqs(8);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].prompt_ids = {1, 17, 250, 3, 99, 100, 101, 102};
+    for (size_t j2 = 0; j2 <= i % 4; ++j2)
+      reqs[i].prompt_ids.push_back(static_cast<int32_t>(20 + 7 * i + j2));
+    reqs[i].max_new_tokens = static_cast<int64_t>(12 + 2 * i);
+    reqs[i].grammar = *grammar;
+    if (i % 2 == 1) {
+      reqs[i].sampling.do_sample = true;
+      reqs[i].sampling.seed = 100 + i;
+    }
+  }
+  std::vector<GenerationResult> alone;
+  for (const EngineRequest& r : reqs) alone.push_back(generate_alone(r));
+
+  EngineConfig config;
+  config.block_size = 4;
+  config.num_blocks = 12;
+  config.max_batch_prefill_tokens = 16;
+  config.max_batch_total_tokens = 1024;
+  config.eos_token_ids = model_->config().eos_token_ids;
+  auto executor = std::make_unique<ModelExecutor>(*model_, *pool_, config);
+  ModelExecutor* executor_ptr = executor.get();
+  Engine engine(config, std::move(executor));
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(engine.submit(reqs[i], sinks[i]).ok());
+  }
+  int num_eos = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    const GenerationResult together = sinks[i]->wait();
+    EXPECT_EQ(ids_of(together), ids_of(alone[i]));
+    std::string text;
+    for (int32_t id : ids_of(together)) {
+      if (id != 2) text += tokenizer->token_text(id);
+    }
+    if (together.finish_reason == FinishReason::kEosToken) {
+      ++num_eos;
+      EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << text;
+    } else {
+      EXPECT_TRUE(std::regex_match(text, std::regex("(ab|cd|w1[0-9][0-9])*(a|c|w1?[0-9]?)?")))
+          << text;  // cut by max_new_tokens: a prefix of a match
+    }
+  }
+  engine.drain();
+  EXPECT_GT(engine.stats().num_preemptions, 0);
+  EXPECT_EQ(executor_ptr->num_sequences(), 0);
+  std::cout << "[ measured ] " << num_eos << " of 8 ended with EOS, preemptions "
+            << engine.stats().num_preemptions << "\n";
 }
 
 }  // namespace

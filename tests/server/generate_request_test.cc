@@ -467,6 +467,22 @@ TEST(ValidateLengths, Grammar) {
             "Input validation error: grammar is not supported");
   ValidGenerateRequest regex = valid(params(R"({"grammar":{"type":"regex","value":"[a-z]+"}})"));
   EXPECT_EQ(length_error(regex, 1, with_grammar), "");
+  ASSERT_TRUE(regex.grammar_spec);
+  EXPECT_EQ(regex.grammar_spec->kind, GrammarKind::kRegex);
+  EXPECT_EQ(regex.grammar_spec->text, "[a-z]+");
+  // What admission compiles: the schema (from a string or json_schema's `schema`), its keys in
+  // the order sent.
+  EXPECT_EQ(string_json.grammar_spec->kind, GrammarKind::kJsonSchema);
+  EXPECT_EQ(string_json.grammar_spec->text, R"({"properties":{}})");
+  ValidGenerateRequest schema = valid(
+      params(R"({"grammar":{"type":"json_schema","value":{"name":"n","schema":{"type":"object",)"
+             R"("properties":{"z":{},"a":{}}}}}})"));
+  EXPECT_EQ(length_error(schema, 1, with_grammar), "");
+  EXPECT_EQ(schema.grammar_spec->text, R"({"type":"object","properties":{"z":{},"a":{}}})");
+  ValidGenerateRequest any_object = valid(params(R"({"max_new_tokens":1})"));
+  any_object.grammar = GrammarParameter{kAnyJsonObjectGrammar, ""};
+  EXPECT_EQ(length_error(any_object, 1, with_grammar), "");
+  EXPECT_EQ(any_object.grammar_spec->kind, GrammarKind::kJsonObject);
 }
 
 TEST(ApiErrorTable, StatusesAndMessages) {

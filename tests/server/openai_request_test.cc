@@ -104,7 +104,54 @@ TEST(ValidateChatRequest, ClearMessages) {
             std::string::npos);
   EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],
     "response_format":{"type":"json_object"}})"),
-            "Input validation error: grammar is not supported");
+            "");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[],
+    "response_format":{"type":"json_object"}})"),
+            "Tool error: Grammar and tools are mutually exclusive");
+}
+
+TEST(ParseChatRequest, ResponseFormatBecomesTgisGrammar) {
+  auto grammar_of = [](const std::string& format) -> std::optional<GrammarParameter> {
+    auto parsed = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)"
+                                     R"("response_format":)" +
+                                     format + "}");
+    EXPECT_TRUE(std::holds_alternative<ChatRequest>(parsed)) << format;
+    if (!std::holds_alternative<ChatRequest>(parsed)) return std::nullopt;
+    return chat_generate_parameters(std::get<ChatRequest>(parsed)).grammar;
+  };
+  EXPECT_FALSE(grammar_of(R"({"type":"text"})"));
+  auto any = grammar_of(R"({"type":"json_object"})");
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->type, kAnyJsonObjectGrammar);
+  // OpenAI's json_schema, keys kept in the order sent (the order they are generated in).
+  auto schema = grammar_of(
+      R"({"type":"json_schema","json_schema":{"name":"p","strict":true,)"
+      R"("schema":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}}})");
+  ASSERT_TRUE(schema);
+  EXPECT_EQ(schema->type, "json_schema");
+  EXPECT_EQ(
+      schema->value_json,
+      R"({"schema":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}}}})");
+  // TGI's own shapes pass as they are (json_object with a value is json).
+  auto tgi = grammar_of(R"({"type":"json_object","value":{"properties":{}}})");
+  ASSERT_TRUE(tgi);
+  EXPECT_EQ(tgi->type, "json");
+  auto regex = grammar_of(R"({"type":"regex","value":"[a-z]+"})");
+  ASSERT_TRUE(regex);
+  EXPECT_EQ(regex->value_json, R"("[a-z]+")");
+
+  auto rejection = [](const std::string& format) {
+    auto parsed = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)"
+                                     R"("response_format":)" +
+                                     format + "}");
+    return std::holds_alternative<BodyRejection>(parsed) ? std::get<BodyRejection>(parsed).body
+                                                         : std::string();
+  };
+  EXPECT_NE(rejection(R"({"type":"xml"})").find("unknown variant `xml`"), std::string::npos);
+  EXPECT_NE(rejection(R"({"type":"json_schema"})").find("missing field `json_schema`"),
+            std::string::npos);
+  EXPECT_NE(rejection(R"({"type":"regex","value":3})").find("expected a string"),
+            std::string::npos);
 }
 
 TEST(ParseCompletionRequest, PromptStringOrList) {

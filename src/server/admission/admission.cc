@@ -31,6 +31,15 @@ std::variant<AdmittedPrompt, ApiError> admit_prompt(ServerState& state, std::str
     return *error;
   if (prompt.ids.size() > prompt.valid.input_length)  // truncate: keep the last tokens
     prompt.ids.erase(prompt.ids.begin(), prompt.ids.end() - prompt.valid.input_length);
+  if (prompt.valid.grammar_spec) {
+    if (state.grammar_compiler == nullptr) return validation_error("grammar is not supported");
+    auto grammar_or = state.grammar_compiler->compile(*prompt.valid.grammar_spec);
+    // NOTE: TGI passes regexes through unchecked (a bad one fails the generation, 424); an
+    // invalid schema or regex fails here instead, before a permit's work is spent on it.
+    if (!grammar_or.ok())
+      return validation_error("grammar is not valid: " + grammar_or.error().message);
+    prompt.grammar = std::move(*grammar_or);
+  }
   return prompt;
 }
 
@@ -57,6 +66,7 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
   base.max_new_tokens = clamped_max_new_tokens(prompt.valid, prompt.ids.size(), max_total_tokens);
   // TGI bypasses the prefix cache for requests that ask for prompt logprobs.
   base.use_prefix_cache = !prompt.valid.decoder_input_details;
+  base.grammar = prompt.grammar;  // shared; each generation gets its own matcher
   std::mt19937_64 seeds(prompt.valid.seed);
   for (uint64_t choice = 0; choice < num_choices; ++choice) {
     AdmittedGeneration generation{prompt_idx, choice, base, std::nullopt};

@@ -25,6 +25,7 @@ namespace lm {
 struct AdmittedPrompt {
   ValidGenerateRequest valid;  // `inputs` is the prompt text (the template's, for chat)
   std::vector<int32_t> ids;    // prompt tokens, truncated to valid.input_length
+  std::shared_ptr<const CompiledGrammar> grammar;  // valid.grammar_spec compiled (null: none)
 };
 
 // One sequence to run: a choice (OpenAI) or best_of candidate (TGI) of one prompt.
@@ -48,7 +49,9 @@ struct AdmissionFailure {
 
 // TGI's order, first failure wins: the checks before the permit (best_of, streams), the chat
 // template, the concurrency permit (429), then per prompt the parameter rules, tokenization, the
-// length rules (TGI's 1024-token piece among them) and the clamp to max_total_tokens. Records the
+// length rules (TGI's 1024-token piece among them), the grammar (compiled, through the cache:
+// an invalid schema or regex fails here, before any generation) and the clamp to
+// max_total_tokens. Records the
 // accepted prompts' input length and max_new_tokens metrics.
 std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request);
 

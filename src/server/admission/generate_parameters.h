@@ -10,10 +10,15 @@
 
 namespace lm {
 
+// The type OpenAI's {"type": "json_object"} (no `value`: any JSON object) maps onto; TGI's own
+// wire format has no way to send it.
+inline constexpr const char* kAnyJsonObjectGrammar = "any_json_object";
+
 // `parameters.grammar`: {"type": ..., "value": ...}.
 struct GrammarParameter {
-  std::string type;        // "json" (also for the alias "json_object"), "regex" or "json_schema"
-  std::string value_json;  // raw JSON text of `value`
+  // "json" (also for the alias "json_object"), "regex", "json_schema" or kAnyJsonObjectGrammar
+  std::string type;
+  std::string value_json;  // raw JSON text of `value` ("" for kAnyJsonObjectGrammar)
 };
 
 struct GenerateParameters {

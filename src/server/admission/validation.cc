@@ -122,12 +122,14 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
 
 namespace {
 
-// TGI's checks on JSON grammars that need no regex compiler: the value (or a string holding
-// JSON) must be an object with a top-level `properties`. The JSON-Schema meta-validation and
-// the schema -> regex compilation belong to the grammar engine.
-std::optional<ApiError> validate_grammar(const GrammarParameter& grammar) {
-  if (grammar.type == "regex") return std::nullopt;
-  nlohmann::json value = nlohmann::json::parse(grammar.value_json, nullptr, false);
+// TGI's checks on a grammar that need no compiler, and the spec to compile: a JSON value (or a
+// string holding JSON) must be an object with a top-level `properties`. The compiler's own
+// errors (an invalid schema or regex) come at admission, as `grammar is not valid: ...`.
+std::variant<GrammarSpec, ApiError> grammar_spec_of(const GrammarParameter& grammar) {
+  if (grammar.type == kAnyJsonObjectGrammar) return GrammarSpec{GrammarKind::kJsonObject, ""};
+  // Ordered: a schema's property order is the order the output's keys are generated in.
+  nlohmann::ordered_json value = nlohmann::ordered_json::parse(grammar.value_json, nullptr, false);
+  if (grammar.type == "regex") return GrammarSpec{GrammarKind::kRegex, value.get<std::string>()};
   if (grammar.type == "json_schema") value = value["schema"];
   if (value.is_string()) {
     // serde_json::from_str::<Value>, so the message is serde's.
@@ -137,13 +139,13 @@ std::optional<ApiError> validate_grammar(const GrammarParameter& grammar) {
     if (!reader.read_raw(raw) || !reader.read_end()) {
       return validation_error("grammar is not valid: " + reader.error().message);
     }
-    value = nlohmann::json::parse(raw, nullptr, false);
+    value = nlohmann::ordered_json::parse(raw, nullptr, false);
   }
   if (!value.is_object()) return validation_error("grammar is not supported");
   if (!value.contains("properties")) {
     return validation_error("grammar is not valid: Grammar must have a 'properties' field");
   }
-  return std::nullopt;
+  return GrammarSpec{GrammarKind::kJsonSchema, value.dump()};
 }
 
 }  // namespace
@@ -174,7 +176,9 @@ std::optional<ApiError> validate_lengths(ValidGenerateRequest& request, size_t n
   }
   if (request.grammar) {
     if (!limits.grammar_support) return validation_error("grammar is not supported");
-    if (auto error = validate_grammar(*request.grammar)) return error;
+    auto spec_or = grammar_spec_of(*request.grammar);
+    if (auto* error = std::get_if<ApiError>(&spec_or)) return std::move(*error);
+    request.grammar_spec = std::move(std::get<GrammarSpec>(spec_or));
   }
   request.input_length = static_cast<uint32_t>(input_length);
   request.max_new_tokens = static_cast<uint32_t>(piece);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "grammar/grammar_spec.h"
 #include "server/admission/generate_parameters.h"
 #include "server/state/server_settings.h"
 #include "server/wire/api_error.h"
@@ -44,9 +45,10 @@ struct ValidGenerateRequest {
   std::optional<GrammarParameter> grammar;
   std::optional<std::string> adapter_id;
   // Set by validate_lengths:
-  uint32_t input_length = 0;          // prompt tokens after truncation
-  uint32_t max_new_tokens = 0;        // this piece: min(requested or automatic, 1024)
-  uint32_t max_total_new_tokens = 0;  // the whole request (continuation target)
+  std::optional<GrammarSpec> grammar_spec;  // what `grammar` asks for, checked as TGI does
+  uint32_t input_length = 0;                // prompt tokens after truncation
+  uint32_t max_new_tokens = 0;              // this piece: min(requested or automatic, 1024)
+  uint32_t max_total_new_tokens = 0;        // the whole request (continuation target)
 };
 
 // The checks TGI runs before taking a concurrency permit: on streams, best_of != 1 and
@@ -60,7 +62,8 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
                                                                  bool streaming);
 
 // After tokenizing `request.inputs` (with special tokens) into num_input_tokens: the length
-// rules, automatic max_new_tokens and the 1024-token piece size, then grammar.
+// rules, automatic max_new_tokens and the 1024-token piece size, then grammar (TGI's checks;
+// admission compiles the resulting grammar_spec).
 std::optional<ApiError> validate_lengths(ValidGenerateRequest& request, size_t num_input_tokens,
                                          const ValidationLimits& limits);
 

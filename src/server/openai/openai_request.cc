@@ -213,10 +213,57 @@ std::variant<T, BodyRejection> parse_with(std::string_view body, Fill fill) {
   }
 }
 
+// `response_format` onto TGI's grammar: OpenAI's {"type":"text"} (none), {"type":"json_object"}
+// (any JSON object) and {"type":"json_schema","json_schema":{"name","schema","strict"}}, and
+// TGI's own {"type": "json" | "json_object" | "regex" | "json_schema", "value": ...}. Read from
+// an order-keeping parse: a schema's property order is the order its keys are generated in.
+std::optional<GrammarParameter> read_response_format(const nlohmann::ordered_json& format) {
+  constexpr std::string_view kPath = "response_format";
+  if (!format.is_object()) throw ShapeError{std::string(kPath) + ": invalid type, expected a map"};
+  auto type_it = format.find("type");
+  if (type_it == format.end() || !type_it->is_string())
+    throw ShapeError{std::string(kPath) + ": missing field `type`"};
+  const std::string type = type_it->get<std::string>();
+  auto value = format.find("value");
+  const bool has_value = value != format.end() && !value->is_null();
+  if (type == "text" && !has_value) return std::nullopt;
+  if (type == "json_object" && !has_value) return GrammarParameter{kAnyJsonObjectGrammar, ""};
+  if (type == "json_schema" && !has_value) {
+    auto spec = format.find("json_schema");
+    if (spec == format.end() || !spec->is_object())
+      throw ShapeError{std::string(kPath) + ": missing field `json_schema`"};
+    auto schema = spec->find("schema");
+    if (schema == spec->end() || schema->is_null())
+      return GrammarParameter{kAnyJsonObjectGrammar, ""};
+    return GrammarParameter{"json_schema", nlohmann::ordered_json{{"schema", *schema}}.dump()};
+  }
+  if (type != "json" && type != "json_object" && type != "regex" && type != "json_schema") {
+    throw ShapeError{std::string(kPath) + ".type: unknown variant `" + type +
+                     "`, expected one of `text`, `json`, `json_object`, `regex`, `json_schema`"};
+  }
+  if (!has_value) throw ShapeError{std::string(kPath) + ": missing field `value`"};
+  if (type == "regex" && !value->is_string())
+    throw ShapeError{std::string(kPath) + ".value: invalid type, expected a string"};
+  if (type == "json_schema" && !(value->is_object() && value->contains("schema")))
+    throw ShapeError{std::string(kPath) + ".value: missing field `schema`"};
+  return GrammarParameter{type == "json_object" ? "json" : type, value->dump()};
+}
+
+// The body's `response_format`, re-read keeping key order (the body is valid JSON by now).
+std::optional<GrammarParameter> read_response_format(std::string_view body) {
+  SerdeJsonReader reader(body);
+  std::string raw;
+  reader.read_raw(raw);
+  const auto ordered = nlohmann::ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  auto it = ordered.find("response_format");
+  if (it == ordered.end() || it->is_null()) return std::nullopt;
+  return read_response_format(*it);
+}
+
 }  // namespace
 
 std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view body) {
-  return parse_with<ChatRequest>(body, [](const Json& b, ChatRequest& r) {
+  return parse_with<ChatRequest>(body, [body](const Json& b, ChatRequest& r) {
     r.model = opt_string(b, "model");
     r.messages = read_messages(b);
     r.frequency_penalty = opt_f32(b, "frequency_penalty");
@@ -237,11 +284,13 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
     r.seed = opt_u64(b, "seed", "u64");
     if (const Json* tools = member(b, "tools")) {
       if (!tools->is_array()) fail_type("tools", *tools, "a sequence of tools");
+      r.has_tools = true;
       const Json* choice = member(b, "tool_choice");
       const bool none = choice != nullptr && choice->is_string() && *choice == "none";
       r.uses_tools = !tools->empty() && !none;
     }
     r.has_response_format = member(b, "response_format") != nullptr;
+    if (r.has_response_format) r.response_format = read_response_format(body);
   });
 }
 
@@ -309,12 +358,13 @@ std::optional<ApiError> check_penalty(const std::optional<float>& value, const c
 
 std::optional<ApiError> validate_chat_request(const ChatRequest& request,
                                               const ValidationLimits& limits, uint64_t max_n) {
+  if (request.has_response_format && request.has_tools)
+    return tool_error("Grammar and tools are mutually exclusive");
   if (request.uses_tools) {
     return tool_error(
         "tools are not supported by this server yet (they need constrained decoding); send "
         "the request without `tools` or with \"tool_choice\": \"none\"");
   }
-  if (request.has_response_format) return validation_error("grammar is not supported");
   if (request.messages.empty()) return validation_error("`messages` must not be empty");
   static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
   for (size_t i = 0; i < request.messages.size(); ++i) {
@@ -386,6 +436,7 @@ AdmissionRequest shared_admission_request(const OpenAiRequest& request,
 GenerateParameters chat_generate_parameters(const ChatRequest& request) {
   GenerateParameters p = shared_generate_parameters(request);
   if (request.top_logprobs) p.top_n_tokens = request.top_logprobs;
+  p.grammar = request.response_format;
   return p;
 }
 

@@ -33,8 +33,11 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<uint64_t> seed;
+  bool has_tools = false;            // non-null `tools` (even [])
   bool uses_tools = false;           // non-empty `tools` with tool_choice other than "none"
   bool has_response_format = false;  // non-null `response_format`
+  // What `response_format` asks for as TGI's grammar (nullopt: none, or {"type":"text"}).
+  std::optional<GrammarParameter> response_format;
 };
 
 struct CompletionRequest {
@@ -64,7 +67,8 @@ std::variant<CompletionRequest, BodyRejection> parse_completion_request(std::str
 enum class InvocationShape { kGenerate, kChat, kCompletion, kNone };
 InvocationShape invocation_shape(std::string_view body);
 
-// Checks that need no tokenizer, in order: tools/response_format, messages, n, top_logprobs,
+// Checks that need no tokenizer, in order: tools with response_format (TGI's tool_error), tools,
+// messages, n, top_logprobs,
 // presence_penalty. `max_n` bounds n (the server's --max-client-batch-size).
 std::optional<ApiError> validate_chat_request(const ChatRequest& request,
                                               const ValidationLimits& limits, uint64_t max_n);

@@ -15,8 +15,8 @@ struct ValidationLimits {
   uint32_t max_top_n_tokens = 5;
   size_t max_input_tokens = 4095;
   size_t max_total_tokens = 4096;
-  // TGI compiles JSON grammars to regexes; without that machinery every grammar is refused with
-  // TGI's `--disable-grammar-support` message.
+  // False (--disable-grammar-support, or no grammar compiler): every `grammar` and
+  // `response_format` is refused with TGI's `grammar is not supported`.
   bool grammar_support = false;
 };
 

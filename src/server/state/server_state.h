@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
 #include "server/metrics/metrics.h"
 #include "server/state/server_settings.h"
 #include "server/transport/sse_keepalive.h"
@@ -38,6 +39,8 @@ struct ServerState {
   std::string eos_token;
   // Where request spans go (server/tracing); null without --otlp-endpoint: nothing is traced.
   SpanExporter* span_exporter = nullptr;
+  // Compiles request grammars (null: grammars are refused, as with --disable-grammar-support).
+  GrammarCompiler* grammar_compiler = nullptr;
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released when its
