@@ -155,6 +155,24 @@ TEST(ToolCallStream, RebuildsNameAndArguments) {
   EXPECT_EQ(arguments, "{}");
 }
 
+TEST(ToolCallStream, NoToolContentStreamsDecoded) {
+  ToolCallStream s;
+  std::string content;
+  for (const std::string piece :
+       {R"({"function": {"_name": "no_)", R"(tool", "con)", R"(tent": ")", "Hi", R"( \)",
+        R"("you\)", R"(u00e9 \ud83d)", R"(\ude00)", R"(!\n"}})"}) {
+    EXPECT_FALSE(s.push(piece).has_value());
+    const std::string delta = s.take_content();
+    EXPECT_EQ(delta.find('\\'), std::string::npos) << "an undecoded escape: " << delta;
+    content += delta;
+  }
+  EXPECT_EQ(content, "Hi \"you\u00e9 \U0001F600!\n");
+  EXPECT_EQ(s.take_content(), "");
+  ToolCallStream call;
+  call.push(R"({"function": {"_name": "f", "content": "x"}})");
+  EXPECT_EQ(call.take_content(), "");  // only no_tool's content is text
+}
+
 TEST(ToolCallStream, NoToolAndUnfinishedObjectsSendNothing) {
   ToolCallStream s;
   EXPECT_FALSE(s.push(R"({"function": {"_na)").has_value());

@@ -208,6 +208,42 @@ std::optional<ToolCallStream::Delta> ToolCallStream::push(std::string_view text)
   return delta;
 }
 
+std::string ToolCallStream::take_content() {
+  if (!is_no_tool()) return "";
+  // After the name: , "content": "<JSON string body>
+  const size_t key = text_.find("\"content\"", after_name_);
+  if (key == std::string::npos) return "";
+  size_t at = key + 9;
+  while (at < text_.size() && (is_space(text_[at]) || text_[at] == ':')) ++at;
+  if (at >= text_.size() || text_[at] != '"') return "";
+  // The body up to its closing quote, or to the end cut before an unfinished escape.
+  size_t end = text_.size();
+  size_t escape = std::string::npos;  // start of the last escape
+  for (size_t i = at + 1; i < text_.size(); ++i) {
+    if (text_[i] == '\\') {
+      escape = i;
+      i += text_.compare(i, 2, "\\u") == 0 ? 5 : 1;
+      if (i >= text_.size()) end = escape;
+    } else if (text_[i] == '"') {
+      end = i;
+      break;
+    }
+  }
+  std::string body = text_.substr(at + 1, end - at - 1);
+  OJson decoded = OJson::parse("\"" + body + "\"", nullptr, false);
+  if (!decoded.is_string() && escape != std::string::npos && escape > at) {
+    // A high surrogate waiting for its pair: decode up to it.
+    body.resize(escape - at - 1);
+    decoded = OJson::parse("\"" + body + "\"", nullptr, false);
+  }
+  if (!decoded.is_string()) return "";
+  const std::string text = decoded.get<std::string>();
+  if (text.size() <= content_sent_) return "";
+  std::string out = text.substr(content_sent_);
+  content_sent_ = text.size();
+  return out;
+}
+
 std::optional<ToolCallStream::Delta> ToolCallStream::finish() {
   if (!name_ || is_no_tool()) return std::nullopt;
   const std::string arguments = arguments_so_far(true);

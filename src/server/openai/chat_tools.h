@@ -73,6 +73,9 @@ class ToolCallStream {
   std::optional<Delta> push(std::string_view text);
   // The rest of the arguments once generation ended, without the object's closing brace.
   std::optional<Delta> finish();
+  // no_tool: the text of its `content` argument decoded so far and not yet taken ("" if none).
+  // Escapes are decoded once complete.
+  std::string take_content();
   bool name_known() const { return name_.has_value(); }
   bool is_no_tool() const { return name_ && *name_ == kNoToolName; }
   const std::string& text() const { return text_; }
@@ -82,8 +85,9 @@ class ToolCallStream {
 
   std::string text_;
   std::optional<std::string> name_;
-  size_t after_name_ = 0;  // offset in text_ just past the name's closing quote
-  size_t sent_ = 0;        // bytes of the arguments already sent
+  size_t after_name_ = 0;    // offset in text_ just past the name's closing quote
+  size_t sent_ = 0;          // bytes of the arguments already sent
+  size_t content_sent_ = 0;  // no_tool: bytes of the decoded content already taken
   bool name_sent_ = false;
 };
 

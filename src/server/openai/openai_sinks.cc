@@ -204,17 +204,22 @@ void OpenAiChoiceSink::stream_tool_text(const std::string& text,
     call_->write(sse_data(chat_tool_chunk_json(settings.meta, options_.index, d, finish_reason)));
   };
   if (auto delta = tool_stream_.push(text)) write_delta(*delta, std::nullopt);
-  if (!finish) return;
+  ChatChunkChoice c;
+  c.index = options_.index;
+  if (!finish) {
+    // no_tool: its content streams as text.
+    c.content = tool_stream_.take_content();
+    if (!c.content.empty()) call_->write(sse_data(chat_chunk_json(settings.meta, c)));
+    return;
+  }
   const std::optional<ParsedToolCall> parsed = parse_tool_call(tool_stream_.text());
   if (tool_stream_.name_known() && !tool_stream_.is_no_tool()) {
     write_delta(tool_stream_.finish().value_or(ToolCallStream::Delta{}),
                 parsed ? std::string("tool_calls") : chat_finish_reason(*finish));
     return;
   }
-  // no_tool (its content, in one chunk) or no call object at all (the text as it is).
-  ChatChunkChoice c;
-  c.index = options_.index;
-  c.content = parsed && parsed->no_tool() ? parsed->content : tool_stream_.text();
+  // no_tool (the rest of its content) or no call object at all (the text as it is).
+  c.content = tool_stream_.is_no_tool() ? tool_stream_.take_content() : tool_stream_.text();
   c.finish_reason = chat_finish_reason(*finish);
   call_->write(sse_data(chat_chunk_json(settings.meta, c)));
 }
@@ -222,8 +227,13 @@ void OpenAiChoiceSink::stream_tool_text(const std::string& text,
 void OpenAiChoiceSink::set_tool_result(ChatChoice& choice) const {
   const std::optional<ParsedToolCall> parsed = parse_tool_call(choice.content);
   // NOTE: TGI answers 422 when the text is no call object (max_tokens cut it); here the text
-  // is returned as content with its finish reason.
-  if (!parsed) return;
+  // (a no_tool's content so far) is returned as content with its finish reason.
+  if (!parsed) {
+    ToolCallStream cut;  // a no_tool answer cut short still gives its text so far
+    cut.push(choice.content);
+    if (cut.is_no_tool()) choice.content = cut.take_content();
+    return;
+  }
   if (parsed->no_tool()) {
     choice.content = parsed->content;
     return;
