@@ -330,7 +330,7 @@ BAD_CHAT = [
     {"messages": HELLO, "max_tokens": "many"},
     {"messages": HELLO, "max_tokens": 100000},
     {"messages": HELLO, "stop": ["a", "b", "c", "d", "e"]},
-    {"messages": HELLO, "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+    {"messages": HELLO, "tools": [{"type": "function", "function": {"parameters": {}}}]},
     {"messages": HELLO, "presence_penalty": 5},
     {},
 ]

@@ -98,10 +98,31 @@ TEST(ValidateChatRequest, ClearMessages) {
             "Input validation error: `top_logprobs` must be >= 0 and <= 5. Given: 21");
   EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":3})"),
             "Input validation error: `presence_penalty` must be >= -2.0 and <= 2.0");
-  EXPECT_NE(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
-    "function":{"name":"f"}}]})")
-                .find("Tool error: tools are not supported"),
-            std::string::npos);
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}}]})"),
+            "");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]})"),
+            "Tool error: Tool name f is used more than once");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})"),
+            "Tool error: Tool with name g not found");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}}],"tool_choice":"g"})"),
+            "Tool error: Tool with name g not found");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":""}}]})"),
+            "Tool error: every tool needs a non-empty `function.name`");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f","parameters":{"type":"string"}}}]})"),
+            "Tool error: the parameters of tool f must have \"type\": \"object\"");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f","parameters":[1]}}]})"),
+            "Tool error: the parameters of tool f must be a JSON Schema object");
+  // tool_choice "none" ignores the tools, as TGI does.
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
+    "function":{"name":"f"}},{"type":"function","function":{"name":"f"}}],"tool_choice":"none"})"),
+            "");
   EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],
     "response_format":{"type":"json_object"}})"),
             "");
@@ -190,6 +211,76 @@ TEST(InvocationShape, DispatchesByKey) {
   EXPECT_EQ(invocation_shape(R"({"prompt":"x"})"), InvocationShape::kCompletion);
   EXPECT_EQ(invocation_shape(R"({"other":1})"), InvocationShape::kNone);
   EXPECT_EQ(invocation_shape("{bad"), InvocationShape::kGenerate);
+}
+
+}  // namespace
+}  // namespace lm
+
+namespace lm {
+namespace {
+
+constexpr std::string_view kWeatherTools = R"("tools":[{"type":"function","function":{
+  "name":"get_weather","description":"Weather now","parameters":{"type":"object",
+  "properties":{"location":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["location"]}}},
+  {"type":"function","function":{"name":"get_time","parameters":{"type":"object",
+  "properties":{"zone":{"type":"string"}}}}}])";
+
+ChatRequest tool_chat(std::string_view extra) {
+  std::string body = R"({"messages":[{"role":"user","content":"x"}],)" + std::string(kWeatherTools);
+  if (!extra.empty()) body += "," + std::string(extra);
+  return chat(body + "}");
+}
+
+TEST(ParseChatRequest, ToolsKeepOrderAndChoiceSelectsTheSet) {
+  ChatRequest r = tool_chat("");
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tools[0].description, "Weather now");
+  EXPECT_LT(r.tools[0].parameters_json.find("location"), r.tools[0].parameters_json.find("unit"))
+      << r.tools[0].parameters_json;
+  EXPECT_FALSE(r.tools[1].description.has_value());
+  EXPECT_EQ(r.tool_choice.kind, ToolChoiceKind::kAuto);
+  EXPECT_TRUE(r.uses_tools);
+  EXPECT_EQ(selected_tools(r.tools, r.tool_choice).size(), 3u);  // + no_tool
+  EXPECT_EQ(selected_tools(r.tools, r.tool_choice).back().name, "no_tool");
+
+  r = tool_chat(
+      R"("tool_choice":"required","tool_prompt":"Call one.","parallel_tool_calls":false)");
+  EXPECT_EQ(selected_tools(r.tools, r.tool_choice).size(), 2u);
+  EXPECT_EQ(r.tool_prompt, "Call one.");
+  EXPECT_FALSE(r.parallel_tool_calls);
+  AdmissionRequest a = chat_admission_request(r);
+  ASSERT_TRUE(a.chat_tools.has_value());
+  EXPECT_EQ(a.chat_tools->tool_prompt, "Call one.");
+  ASSERT_TRUE(a.parameters.grammar.has_value());
+  EXPECT_EQ(a.parameters.grammar->type, "json");
+
+  r = tool_chat(R"("tool_choice":{"type":"function","function":{"name":"get_time"}})");
+  EXPECT_EQ(r.tool_choice.kind, ToolChoiceKind::kNamed);
+  ASSERT_EQ(selected_tools(r.tools, r.tool_choice).size(), 1u);
+  EXPECT_EQ(selected_tools(r.tools, r.tool_choice)[0].name, "get_time");
+
+  r = tool_chat(R"("tool_choice":"none")");
+  EXPECT_FALSE(r.uses_tools);
+  a = chat_admission_request(r);
+  EXPECT_FALSE(a.chat_tools.has_value());
+  EXPECT_FALSE(a.parameters.grammar.has_value());
+
+  r = tool_chat(R"("tool_prompt":"")");
+  EXPECT_EQ(chat_tool_prompt(r)->tool_prompt, kDefaultToolPrompt);
+}
+
+TEST(ParseChatRequest, MalformedToolsAreDeserializationErrors) {
+  const std::string base = R"({"messages":[{"role":"user","content":"x"}],)";
+  EXPECT_NE(chat_rejection(base + R"("tools":[{"type":"function","function":{}}]})")
+                .body.find("tools[0].function: missing field `name`"),
+            std::string::npos);
+  EXPECT_NE(chat_rejection(base + R"("tools":[{"type":"function"}]})")
+                .body.find("missing field `function`"),
+            std::string::npos);
+  EXPECT_EQ(chat_rejection(base + R"("tools":{}})").status, 422);
+  EXPECT_EQ(chat_rejection(base + R"("tools":[],"tool_choice":3})").status, 422);
+  EXPECT_EQ(chat_rejection(base + R"("tools":[],"parallel_tool_calls":"yes"})").status, 422);
 }
 
 }  // namespace

@@ -18,6 +18,33 @@ TEST(OpenAiResponse, ChatCompletion) {
             R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
 }
 
+TEST(OpenAiResponse, ChatToolCall) {
+  ChatChoice c;
+  c.tool_call = ChatToolCall{"0", "get_weather", R"({"location":"Paris"})"};
+  c.finish_reason = "tool_calls";
+  EXPECT_EQ(chat_completion_json(kMeta, {c}, {5, 2}),
+            R"({"object":"chat.completion","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"message":)"
+            R"({"role":"assistant","content":null,"tool_calls":[{"id":"0","type":"function",)"
+            R"("function":{"description":null,"name":"get_weather",)"
+            R"("arguments":"{\"location\":\"Paris\"}"}}]},"logprobs":null,)"
+            R"("finish_reason":"tool_calls"}],)"
+            R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
+}
+
+TEST(OpenAiResponse, ChatToolCallChunks) {
+  const std::string head =
+      R"({"object":"chat.completion.chunk","id":"","created":1700000000,"model":"m",)"
+      R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"delta":)"
+      R"({"role":"assistant","tool_calls":[{"index":0,)";
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {"0", "f", "{"}, std::nullopt),
+            head + R"("id":"0","type":"function","function":{"name":"f","arguments":"{"}}]},)" +
+                R"("logprobs":null,"finish_reason":null}],"usage":null})");
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {std::nullopt, std::nullopt, "\"}"}, "tool_calls"),
+            head + R"("function":{"arguments":"\"}"}}]},)" +
+                R"("logprobs":null,"finish_reason":"tool_calls"}],"usage":null})");
+}
+
 TEST(OpenAiResponse, ChatChunkWithLogprobs) {
   ChatChunkChoice c;
   c.index = 1;

@@ -89,7 +89,8 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
   if (request.messages) {
     LM_CHECK(request.prompts.empty());
     const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
-    auto prompt_or = render_chat_prompt(context, *state.tokenizer, *request.messages);
+    auto prompt_or = render_chat_prompt(context, *state.tokenizer, *request.messages,
+                                        request.chat_tools ? &*request.chat_tools : nullptr);
     if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(*error, kTemplate);
     ChatPrompt& chat = std::get<ChatPrompt>(prompt_or);
     request.prompts = {std::move(chat.text)};

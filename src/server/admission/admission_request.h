@@ -17,6 +17,7 @@ struct AdmissionRequest {
   // `messages` is set, the one prompt rendered from them with the model's chat template.
   std::vector<std::string> prompts;
   std::optional<std::vector<ChatMessage>> messages;
+  std::optional<ChatToolPrompt> chat_tools;  // chat with tools: what the template gets
   GenerateParameters parameters;
   bool streaming = false;
   uint64_t n = 1;                 // OpenAI's choices per prompt (TGI's best_of multiplies it)

@@ -13,12 +13,14 @@ using Json = nlohmann::json;
 
 Result<std::string> render(const ChatTemplateContext& context,
                            const std::vector<ChatMessage>& messages,
-                           const std::vector<std::string>& contents) {
+                           const std::vector<std::string>& contents,
+                           const std::string& tools_json) {
   Json list = Json::array();
   for (size_t i = 0; i < messages.size(); ++i)
     list.push_back({{"role", messages[i].role}, {"content", contents[i]}});
   ChatRenderInput input;
   input.messages_json = list.dump();
+  input.tools_json = tools_json;
   input.add_generation_prompt = true;
   input.bos_token = context.bos_token;
   input.eos_token = context.eos_token;
@@ -77,11 +79,22 @@ bool has_special_text(const Tokenizer& tokenizer, const std::string& text) {
 
 std::variant<ChatPrompt, ApiError> render_chat_prompt(const ChatTemplateContext& context,
                                                       const Tokenizer& tokenizer,
-                                                      const std::vector<ChatMessage>& messages) {
+                                                      const std::vector<ChatMessage>& messages,
+                                                      const ChatToolPrompt* tools) {
   if (context.chat_template == nullptr) return template_error("template not found");
   std::vector<std::string> contents;
   for (const auto& m : messages) contents.push_back(m.content);
-  auto plain = render(context, messages, contents);
+  const std::string tools_json = tools != nullptr ? tools->tools_json : std::string();
+  if (tools != nullptr && !contents.empty()) {
+    // NOTE: TGI asks whether the template references `tools`; here, whether rendering them
+    // changes the prompt.
+    auto without = render(context, messages, contents, "");
+    auto with = render(context, messages, contents, tools_json);
+    const bool renders_tools = without.ok() && with.ok() && *without != *with;
+    contents.back() +=
+        "\n---\n" + (renders_tools ? std::string() : tools_json + "\n") + tools->tool_prompt;
+  }
+  auto plain = render(context, messages, contents, tools_json);
   if (!plain.ok()) return template_error(plain.error().message);
   ChatPrompt prompt;
   prompt.text = std::move(*plain);
@@ -100,7 +113,7 @@ std::variant<ChatPrompt, ApiError> render_chat_prompt(const ChatTemplateContext&
   std::vector<std::string> sentinels;
   for (size_t i = 0; i < messages.size(); ++i)
     sentinels.push_back(nonce + "X" + std::to_string(i) + "Z");
-  auto marked = render(context, messages, sentinels);
+  auto marked = render(context, messages, sentinels, tools_json);
   if (marked.ok()) {
     continue_final_message(*marked, messages, sentinels.back());
     for (bool trimmed : {false, true}) {

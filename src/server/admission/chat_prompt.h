@@ -21,6 +21,13 @@ struct ChatMessage {
   std::string content;
 };
 
+// Tools for the template (TGI): `tools_json` goes to the template's `tools`; the last message gets
+// "\n---\n" + tool_prompt, preceded by the tools' JSON when the template does not render them.
+struct ChatToolPrompt {
+  std::string tools_json;
+  std::string tool_prompt;
+};
+
 // The template and the token strings it is rendered with.
 struct ChatTemplateContext {
   const ChatTemplate* chat_template = nullptr;  // null: no template (422 template_error)
@@ -40,6 +47,7 @@ struct ChatPrompt {
 // token text, and is refused (422 template_error) otherwise.
 std::variant<ChatPrompt, ApiError> render_chat_prompt(const ChatTemplateContext& context,
                                                       const Tokenizer& tokenizer,
-                                                      const std::vector<ChatMessage>& messages);
+                                                      const std::vector<ChatMessage>& messages,
+                                                      const ChatToolPrompt* tools = nullptr);
 
 }  // namespace lm

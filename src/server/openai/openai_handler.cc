@@ -91,6 +91,7 @@ struct ChatRoute {
     out.stream = chat.stream;
     out.include_usage = chat.include_usage;
     out.logprobs = chat.logprobs;
+    out.tools = chat.uses_tools;
     out.meta = {chat.model && *chat.model != "tgi" ? *chat.model : s.model_id, system_fingerprint(),
                 unix_seconds()};
     return out;
@@ -182,7 +183,9 @@ void handle_chat_tokenize(ServerState& state, HttpRequest request,
     return respond_json_error(state, *response, *error, nullptr);
   }
   const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
-  auto prompt_or = render_chat_prompt(context, *state.tokenizer, chat.messages);
+  const std::optional<ChatToolPrompt> tools = chat_tool_prompt(chat);
+  auto prompt_or =
+      render_chat_prompt(context, *state.tokenizer, chat.messages, tools ? &*tools : nullptr);
   if (auto* error = std::get_if<ApiError>(&prompt_or)) {
     return respond_json_error(state, *response, *error, nullptr);
   }

@@ -260,6 +260,67 @@ std::optional<GrammarParameter> read_response_format(std::string_view body) {
   return read_response_format(*it);
 }
 
+// `tools` (OpenAI function tools), read keeping key order: a schema's property order is the
+// order arguments are generated in.
+std::vector<ChatTool> read_tools(const nlohmann::ordered_json& tools) {
+  std::vector<ChatTool> out;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const auto& tool = tools[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (!tool.is_object()) throw ShapeError{at + ": invalid type, expected struct Tool"};
+    auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object())
+      throw ShapeError{at + ": missing field `function`"};
+    auto name = function->find("name");
+    if (name == function->end() || name->is_null())
+      throw ShapeError{at + ".function: missing field `name`"};
+    if (!name->is_string())
+      throw ShapeError{at + ".function.name: invalid type, expected a string"};
+    ChatTool t;
+    t.name = name->get<std::string>();
+    if (auto d = function->find("description"); d != function->end() && !d->is_null()) {
+      if (!d->is_string())
+        throw ShapeError{at + ".function.description: invalid type, expected a string"};
+      t.description = d->get<std::string>();
+    }
+    auto parameters = function->find("parameters");
+    if (parameters == function->end() || parameters->is_null())
+      parameters = function->find("arguments");  // TGI's alias
+    t.parameters_json = parameters == function->end() || parameters->is_null() ? std::string("{}")
+                                                                               : parameters->dump();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// "auto" | "none" | "required" | any other string (a tool's name, as TGI reads it) |
+// {"type":"function","function":{"name":...}}.
+ToolChoice read_tool_choice(const Json& choice) {
+  if (choice.is_string()) {
+    const std::string s = choice.get<std::string>();
+    if (s == "auto") return {};
+    if (s == "none") return {ToolChoiceKind::kNone, ""};
+    if (s == "required") return {ToolChoiceKind::kRequired, ""};
+    return {ToolChoiceKind::kNamed, s};
+  }
+  if (!choice.is_object()) fail_type("tool_choice", choice, "a string or a function object");
+  const Json* function = member(choice, "function");
+  if (function == nullptr || !function->is_object())
+    throw ShapeError{"tool_choice: missing field `function`"};
+  auto name = opt_string(*function, "name");
+  if (!name) throw ShapeError{"tool_choice.function: missing field `name`"};
+  return {ToolChoiceKind::kNamed, *name};
+}
+
+nlohmann::ordered_json ordered_member(std::string_view body, const char* key) {
+  SerdeJsonReader reader(body);
+  std::string raw;
+  reader.read_raw(raw);
+  auto ordered = nlohmann::ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
+  auto it = ordered.find(key);
+  return it == ordered.end() ? nlohmann::ordered_json() : *it;
+}
+
 }  // namespace
 
 std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view body) {
@@ -285,10 +346,15 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
     if (const Json* tools = member(b, "tools")) {
       if (!tools->is_array()) fail_type("tools", *tools, "a sequence of tools");
       r.has_tools = true;
-      const Json* choice = member(b, "tool_choice");
-      const bool none = choice != nullptr && choice->is_string() && *choice == "none";
-      r.uses_tools = !tools->empty() && !none;
+      r.tools = read_tools(ordered_member(body, "tools"));
     }
+    if (const Json* choice = member(b, "tool_choice")) r.tool_choice = read_tool_choice(*choice);
+    r.tool_prompt = opt_string(b, "tool_prompt").value_or("");
+    if (const Json* parallel = member(b, "parallel_tool_calls")) {
+      if (!parallel->is_boolean()) fail_type("parallel_tool_calls", *parallel, "a boolean");
+      r.parallel_tool_calls = parallel->get<bool>();
+    }
+    r.uses_tools = !selected_tools(r.tools, r.tool_choice).empty();
     r.has_response_format = member(b, "response_format") != nullptr;
     if (r.has_response_format) r.response_format = read_response_format(body);
   });
@@ -360,10 +426,8 @@ std::optional<ApiError> validate_chat_request(const ChatRequest& request,
                                               const ValidationLimits& limits, uint64_t max_n) {
   if (request.has_response_format && request.has_tools)
     return tool_error("Grammar and tools are mutually exclusive");
-  if (request.uses_tools) {
-    return tool_error(
-        "tools are not supported by this server yet (they need constrained decoding); send "
-        "the request without `tools` or with \"tool_choice\": \"none\"");
+  if (request.has_tools && request.tool_choice.kind != ToolChoiceKind::kNone) {
+    if (auto e = validate_tools(request.tools, request.tool_choice)) return e;
   }
   if (request.messages.empty()) return validation_error("`messages` must not be empty");
   static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
@@ -437,6 +501,10 @@ GenerateParameters chat_generate_parameters(const ChatRequest& request) {
   GenerateParameters p = shared_generate_parameters(request);
   if (request.top_logprobs) p.top_n_tokens = request.top_logprobs;
   p.grammar = request.response_format;
+  if (request.uses_tools) {
+    p.grammar = GrammarParameter{
+        "json", tool_grammar_schema(selected_tools(request.tools, request.tool_choice))};
+  }
   return p;
 }
 
@@ -447,9 +515,17 @@ GenerateParameters completion_generate_parameters(const CompletionRequest& reque
   return p;
 }
 
+std::optional<ChatToolPrompt> chat_tool_prompt(const ChatRequest& request) {
+  if (!request.uses_tools) return std::nullopt;
+  return ChatToolPrompt{
+      template_tools_json(selected_tools(request.tools, request.tool_choice)),
+      request.tool_prompt.empty() ? std::string(kDefaultToolPrompt) : request.tool_prompt};
+}
+
 AdmissionRequest chat_admission_request(ChatRequest request) {
   AdmissionRequest out = shared_admission_request(request, chat_generate_parameters(request));
   out.messages = std::move(request.messages);
+  out.chat_tools = chat_tool_prompt(request);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "server/admission/admission_request.h"
 #include "server/admission/chat_prompt.h"
 #include "server/admission/validation.h"
+#include "server/openai/chat_tools.h"
 #include "server/wire/api_error.h"
 #include "server/wire/body_rejection.h"
 
@@ -33,8 +34,13 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<uint64_t> seed;
-  bool has_tools = false;            // non-null `tools` (even [])
-  bool uses_tools = false;           // non-empty `tools` with tool_choice other than "none"
+  bool has_tools = false;       // non-null `tools` (even [])
+  bool uses_tools = false;      // tool_choice selects at least one tool (see chat_tools.h)
+  std::vector<ChatTool> tools;  // in the sender's order, parameter key order kept
+  ToolChoice tool_choice;       // absent or null: auto
+  std::string tool_prompt;      // TGI's `tool_prompt`; absent or "": TGI's default
+  // NOTE: accepted; one call is generated per choice whatever it says.
+  bool parallel_tool_calls = true;
   bool has_response_format = false;  // non-null `response_format`
   // What `response_format` asks for as TGI's grammar (nullopt: none, or {"type":"text"}).
   std::optional<GrammarParameter> response_format;
@@ -85,6 +91,8 @@ GenerateParameters completion_generate_parameters(const CompletionRequest& reque
 // The whole request as admission takes it: the mapped parameters, the messages (chat) or prompts
 // (completions), n, streaming, and OpenAI's presence penalty.
 AdmissionRequest chat_admission_request(ChatRequest request);
+// What the chat template gets for the request's tools (nullopt: no tools in use).
+std::optional<ChatToolPrompt> chat_tool_prompt(const ChatRequest& request);
 AdmissionRequest completion_admission_request(CompletionRequest request);
 
 }  // namespace lm

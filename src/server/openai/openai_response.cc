@@ -93,7 +93,17 @@ std::string chat_completion_json(const OpenAiMeta& meta, const std::vector<ChatC
     if (i > 0) out += ',';
     out += "{\"index\":" + std::to_string(c.index) +
            ",\"message\":{\"role\":\"assistant\",\"content\":";
-    append_json_string(out, c.content);
+    if (c.tool_call) {
+      out += "null,\"tool_calls\":[{\"id\":";
+      append_json_string(out, c.tool_call->id);
+      out += ",\"type\":\"function\",\"function\":{\"description\":null,\"name\":";
+      append_json_string(out, c.tool_call->name);
+      out += ",\"arguments\":";
+      append_json_string(out, c.tool_call->arguments);
+      out += "}}]";
+    } else {
+      append_json_string(out, c.content);
+    }
     out += "},\"logprobs\":";
     if (c.logprobs) {
       out += "{\"content\":[";
@@ -132,6 +142,36 @@ std::string chat_chunk_json(const OpenAiMeta& meta, const ChatChunkChoice& choic
   out += ",\"finish_reason\":";
   if (choice.finish_reason) {
     append_json_string(out, *choice.finish_reason);
+  } else {
+    out += "null";
+  }
+  out += "}],\"usage\":null}";
+  return out;
+}
+
+std::string chat_tool_chunk_json(const OpenAiMeta& meta, uint32_t index,
+                                 const ChatToolCallDelta& delta,
+                                 const std::optional<std::string>& finish_reason) {
+  std::string out;
+  append_meta(out, "chat.completion.chunk", meta);
+  out += ",\"choices\":[{\"index\":" + std::to_string(index) +
+         ",\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0";
+  if (delta.id) {
+    out += ",\"id\":";
+    append_json_string(out, *delta.id);
+    out += ",\"type\":\"function\"";
+  }
+  out += ",\"function\":{";
+  if (delta.name) {
+    out += "\"name\":";
+    append_json_string(out, *delta.name);
+    out += ',';
+  }
+  out += "\"arguments\":";
+  append_json_string(out, delta.arguments);
+  out += "}}]},\"logprobs\":null,\"finish_reason\":";
+  if (finish_reason) {
+    append_json_string(out, *finish_reason);
   } else {
     out += "null";
   }

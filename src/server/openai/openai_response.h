@@ -44,9 +44,17 @@ struct ChatTokenLogprob {
   std::vector<TokenAlternative> top_logprobs;
 };
 
+// A tool call in a chat message (OpenAI's shape; TGI's id "0" and "description": null).
+struct ChatToolCall {
+  std::string id = "0";
+  std::string name;
+  std::string arguments;  // JSON text, sent as a string
+};
+
 struct ChatChoice {
   uint32_t index = 0;
   std::string content;
+  std::optional<ChatToolCall> tool_call;  // set: "content": null and "tool_calls": [it]
   std::optional<std::vector<ChatTokenLogprob>> logprobs;  // null unless requested
   std::string finish_reason;
 };
@@ -61,6 +69,16 @@ struct ChatChunkChoice {
 };
 // One token: {"object":"chat.completion.chunk",...,"usage":null}.
 std::string chat_chunk_json(const OpenAiMeta& meta, const ChatChunkChoice& choice);
+// One tool-call delta: the first of a call carries id, type and the name; the others only
+// argument text.
+struct ChatToolCallDelta {
+  std::optional<std::string> id;  // with the name
+  std::optional<std::string> name;
+  std::string arguments;
+};
+std::string chat_tool_chunk_json(const OpenAiMeta& meta, uint32_t index,
+                                 const ChatToolCallDelta& delta,
+                                 const std::optional<std::string>& finish_reason);
 // stream_options.include_usage: the last chunk, "choices":[] with the usage.
 std::string chat_usage_chunk_json(const OpenAiMeta& meta, const OpenAiUsage& usage);
 

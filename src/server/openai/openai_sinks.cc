@@ -149,7 +149,9 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   }
 
   if (settings.stream) {
-    if (chat) {
+    if (chat && settings.tools) {
+      stream_tool_text(out.text, finish);
+    } else if (chat) {
       ChatChunkChoice c;
       c.index = options_.index;
       c.content = out.text;
@@ -179,6 +181,7 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
     result.chat.content = filter_.released();
     if (settings.logprobs) result.chat.logprobs = std::move(chat_logprobs_);
     result.chat.finish_reason = chat_finish_reason(*finish);
+    if (settings.tools) set_tool_result(result.chat);
   } else {
     result.completion.index = options_.index;
     result.completion.text = options_.echo + filter_.released();
@@ -187,6 +190,57 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   }
   call_->choice_done(options_.slot, std::move(result));
   return false;
+}
+
+void OpenAiChoiceSink::stream_tool_text(const std::string& text,
+                                        std::optional<FinishReason> finish) {
+  const OpenAiCall::Settings& settings = call_->settings();
+  auto write_delta = [&](const ToolCallStream::Delta& delta,
+                         const std::optional<std::string>& finish_reason) {
+    ChatToolCallDelta d;
+    if (delta.name) d.id = "0";
+    d.name = delta.name;
+    d.arguments = delta.arguments;
+    call_->write(sse_data(chat_tool_chunk_json(settings.meta, options_.index, d, finish_reason)));
+  };
+  if (auto delta = tool_stream_.push(text)) write_delta(*delta, std::nullopt);
+  ChatChunkChoice c;
+  c.index = options_.index;
+  if (!finish) {
+    // no_tool: its content streams as text.
+    c.content = tool_stream_.take_content();
+    if (!c.content.empty()) call_->write(sse_data(chat_chunk_json(settings.meta, c)));
+    return;
+  }
+  const std::optional<ParsedToolCall> parsed = parse_tool_call(tool_stream_.text());
+  if (tool_stream_.name_known() && !tool_stream_.is_no_tool()) {
+    write_delta(tool_stream_.finish().value_or(ToolCallStream::Delta{}),
+                parsed ? std::string("tool_calls") : chat_finish_reason(*finish));
+    return;
+  }
+  // no_tool (the rest of its content) or no call object at all (the text as it is).
+  c.content = tool_stream_.is_no_tool() ? tool_stream_.take_content() : tool_stream_.text();
+  c.finish_reason = chat_finish_reason(*finish);
+  call_->write(sse_data(chat_chunk_json(settings.meta, c)));
+}
+
+void OpenAiChoiceSink::set_tool_result(ChatChoice& choice) const {
+  const std::optional<ParsedToolCall> parsed = parse_tool_call(choice.content);
+  // NOTE: TGI answers 422 when the text is no call object (max_tokens cut it); here the text
+  // (a no_tool's content so far) is returned as content with its finish reason.
+  if (!parsed) {
+    ToolCallStream cut;  // a no_tool answer cut short still gives its text so far
+    cut.push(choice.content);
+    if (cut.is_no_tool()) choice.content = cut.take_content();
+    return;
+  }
+  if (parsed->no_tool()) {
+    choice.content = parsed->content;
+    return;
+  }
+  choice.tool_call = ChatToolCall{"0", parsed->name, parsed->arguments};
+  choice.content.clear();
+  choice.finish_reason = "tool_calls";
 }
 
 void OpenAiChoiceSink::on_error(const std::string& message) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/token_sink.h"
+#include "server/openai/chat_tools.h"
 #include "server/openai/openai_response.h"
 #include "server/state/server_state.h"
 #include "server/text/sequence_text.h"
@@ -28,6 +29,7 @@ class OpenAiCall {
     bool stream = false;
     bool include_usage = false;  // chat streams: a last chunk with the usage
     bool logprobs = false;       // chat: report logprobs (completions: when top_n was asked)
+    bool tools = false;          // chat: the output is a tool-call object (chat_tools.h)
     OpenAiMeta meta;
     size_t compute_characters = 0;
     size_t num_choices = 1;
@@ -93,6 +95,10 @@ class OpenAiChoiceSink : public TokenSink {
 
  private:
   ChatTokenLogprob chat_logprob(const SequenceText::Step& step) const;
+  // Tool mode, streamed: this token's text as tool-call (or, at the end, content) chunks.
+  void stream_tool_text(const std::string& text, std::optional<FinishReason> finish);
+  // Tool mode: the finished choice's message from the whole generated text.
+  void set_tool_result(ChatChoice& choice) const;
 
   std::shared_ptr<OpenAiCall> call_;
   SequenceText text_;
@@ -100,6 +106,7 @@ class OpenAiChoiceSink : public TokenSink {
   Options options_;
   std::vector<ChatTokenLogprob> chat_logprobs_;
   CompletionLogprobs completion_logprobs_;
+  ToolCallStream tool_stream_;
   bool echo_sent_ = false;
   bool done_ = false;
 };
