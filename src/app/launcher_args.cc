@@ -82,8 +82,6 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   if (a.watermark_gamma || a.watermark_delta)
     return not_built("--watermark-gamma/--watermark-delta", "watermarking is not built");
   if (a.ngrok) return not_built("--ngrok", "ngrok tunneling is not built (TGI's is broken too)");
-  if (a.enable_prefill_logprobs)
-    return not_built("--enable-prefill-logprobs", "prompt logprobs are issue 19");
 
   // Accepted; harmless here. Each is logged once so that nobody expects an effect.
   if (a.trust_remote_code)

@@ -216,6 +216,7 @@ int run_server(const LauncherArgs& args) {
   served.max_concurrent_requests = args.max_concurrent_requests;
   served.max_client_batch_size = static_cast<size_t>(args.max_client_batch_size);
   served.validation_workers = static_cast<size_t>(args.validation_workers);
+  served.enable_prefill_logprobs = args.enable_prefill_logprobs;
   served.model_id = args.model_id;
   served.model_sha = files->commit_sha;
   served.model_pipeline_tag = files->pipeline_tag;

@@ -11,6 +11,9 @@
 
 namespace lm {
 
+// Prompt tokens per step of a prompt_logprobs request: bounds its logits rows (x vocab floats).
+inline constexpr int64_t kPromptLogprobChunk = 512;
+
 struct EngineRequest {
   std::vector<int32_t> prompt_ids;
   SamplingParams sampling;
@@ -19,6 +22,11 @@ struct EngineRequest {
   // False skips the prefix cache lookup so the whole prompt is computed (TGI does so for
   // requests that return prompt logprobs).
   bool use_prefix_cache = true;
+  // TGI's prefill details: the first sampled token also carries the log-softmax of the raw logits
+  // at each prompt token after the first (SampleResult::prompt_logprobs). Needs the whole prompt
+  // computed, so it comes with use_prefix_cache = false; its prompt is computed in chunks of at
+  // most kPromptLogprobChunk tokens, each holding one vocabulary-wide row of logits per token.
+  bool prompt_logprobs = false;
   // Constrained decoding: the generated tokens must match this grammar (null: unconstrained).
   // Compiled at admission; the executor's sampler masks each step's logits with it.
   std::shared_ptr<const CompiledGrammar> grammar;

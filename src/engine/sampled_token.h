@@ -18,6 +18,10 @@ struct SampleResult {
   // The top_n_tokens best by processed logprob, best first (ties by lower id), plus every token
   // tied with the n-th (TGI), so it may hold more than n; -inf tokens are never listed.
   std::vector<TokenLogprob> top_tokens;
+  // On a prompt_logprobs request's first token only: for each prompt token i >= 1, in order, the
+  // log-softmax of the raw (unprocessed) logits at position i - 1 at that token (TGI's prefill
+  // logprobs; prompt token 0 has none).
+  std::vector<float> prompt_logprobs;
 };
 
 }  // namespace lm

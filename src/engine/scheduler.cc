@@ -12,6 +12,13 @@ namespace {
 
 int64_t size_of(const std::vector<int32_t>& v) { return static_cast<int64_t>(v.size()); }
 
+// The prompt tokens `seq` may compute this step out of the budget left: a request that returns
+// prompt logprobs needs a row of logits per prompt token, so its chunks stay small.
+int64_t chunk_limit(const Sequence& seq, int64_t budget) {
+  const bool logits_per_token = seq.request.prompt_logprobs && seq.num_generated_tokens() == 0;
+  return logits_per_token ? std::min(budget, kPromptLogprobChunk) : budget;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(EngineConfig config)
@@ -134,7 +141,8 @@ ScheduledBatch Scheduler::schedule() {
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
     const bool prefill = seq.needs_prefill();
-    const int64_t n = prefill ? std::min(seq.num_tokens() - seq.num_computed_tokens, prefill_budget)
+    const int64_t n = prefill ? std::min(seq.num_tokens() - seq.num_computed_tokens,
+                                         chunk_limit(seq, prefill_budget))
                               : 1;  // a decoding sequence has only its newest token left
     if (n == 0) continue;
     const int64_t end = seq.num_computed_tokens + n;
@@ -168,7 +176,8 @@ ScheduledBatch Scheduler::schedule() {
     // between entries of a batch.
     if (match.next_hash && pending.contains(*match.next_hash)) break;
     const int64_t num_cached_tokens = size_of(match.block_ids) * config_.block_size;
-    const int64_t n = std::min(seq.num_tokens() - num_cached_tokens, prefill_budget);
+    const int64_t n =
+        std::min(seq.num_tokens() - num_cached_tokens, chunk_limit(seq, prefill_budget));
     const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);
     const auto num_revived = static_cast<int64_t>(std::ranges::count_if(
         match.block_ids, [&](int32_t id) { return block_manager_.is_evictable(id); }));

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "runtime/logits_processors.h"
 #include "runtime/request_check.h"
 
 namespace lm {
@@ -17,6 +18,11 @@ double seconds_since(std::chrono::steady_clock::time_point& last) {
   const double seconds = std::chrono::duration<double>(now - last).count();
   last = now;
   return seconds;
+}
+
+// TGI's prefill logprob: the log-softmax of the raw logits (no processor applies to the prompt).
+float log_softmax_at(std::span<const float> logits, int32_t id) {
+  return log_softmax_of(logits).logprob(logits[static_cast<size_t>(id)]);
 }
 
 }  // namespace
@@ -82,14 +88,31 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
   }
 
   const auto vocab = static_cast<size_t>(model_.config().vocab_size);
-  size_t row = 0;
-  for (const ScheduledSequence& entry : batch.sequences) {
-    Sampler& sampler = sampler_for(*entry.sequence);
+  size_t row = 0;           // logits row
+  size_t sample_index = 0;  // sampling entry (grammar_rows_)
+  for (size_t e = 0; e < batch.sequences.size(); ++e) {
+    const ScheduledSequence& entry = batch.sequences[e];
+    const Sequence& seq = *entry.sequence;
+    Sampler& sampler = sampler_for(seq);
+    if (const int64_t num_prompt_rows = inputs_.num_prompt_rows()[e]; num_prompt_rows > 0) {
+      std::vector<float>& out = prompt_logprobs_[seq.id];
+      out.resize(static_cast<size_t>(seq.num_prompt_tokens - 1));
+      for (int64_t r = 0; r < num_prompt_rows; ++r) {
+        // The row at position p scores prompt token p + 1 (a recomputed chunk rewrites the same).
+        const auto p = static_cast<size_t>(entry.first_position + r);
+        out[p] = log_softmax_at(std::span<const float>(logits_).subspan(row++ * vocab, vocab),
+                                seq.token_ids[p + 1]);
+      }
+    }
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
-    GrammarRow& grammar = grammar_rows_[row];
+    GrammarRow& grammar = grammar_rows_[sample_index++];
     SampleResult token = sampler.sample(
         std::span<float>(logits_).subspan(row++ * vocab, vocab),
         grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
+    if (seq.request.prompt_logprobs && seq.num_generated_tokens() == 0) {
+      token.prompt_logprobs = std::move(prompt_logprobs_[seq.id]);
+      prompt_logprobs_.erase(seq.id);
+    }
     sampler.observe(token.id);
     // Refused only when every allowed logit was -inf; the grammar then stays where it was.
     if (grammar.matcher != nullptr) grammar.matcher->accept_token(token.id);
@@ -102,6 +125,7 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
 void ModelExecutor::release(int64_t seq_id) {
   samplers_.erase(seq_id);
   matchers_.erase(seq_id);
+  prompt_logprobs_.erase(seq_id);
 }
 
 }  // namespace lm

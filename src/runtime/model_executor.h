@@ -67,6 +67,9 @@ class ModelExecutor final : public Executor {
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
   std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
   std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling row
+  // Prompt logprobs gathered over a prompt_logprobs request's chunks until its first token takes
+  // them (index i scores prompt token i + 1).
+  std::unordered_map<int64_t, std::vector<float>> prompt_logprobs_;
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
   bool reject_non_finite_logits_ = false;

@@ -13,6 +13,7 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
   query_begins_.assign(1, 0);
   block_tables_.clear();
   logit_rows_.clear();
+  num_prompt_rows_.clear();
   max_blocks_per_seq_ = 0;
   for (const ScheduledSequence& entry : batch.sequences) {
     const int64_t end = entry.first_position + entry.num_tokens;
@@ -37,7 +38,18 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
       slot_mapping_.push_back(entry.block_table[static_cast<size_t>(p / block_size)] * block_size +
                               p % block_size);
     }
+    const int32_t begin = query_begins_.back();
     query_begins_.push_back(static_cast<int32_t>(token_ids_.size()));
+    const Sequence& seq = *entry.sequence;
+    int64_t prompt_rows = 0;
+    if (seq.request.prompt_logprobs && seq.num_generated_tokens() == 0) {
+      // Positions up to the prompt's second to last: the last one's row is the sampling row.
+      prompt_rows =
+          std::max<int64_t>(0, std::min(end, seq.num_prompt_tokens - 1) - entry.first_position);
+      for (int64_t r = 0; r < prompt_rows; ++r)
+        logit_rows_.push_back(begin + static_cast<int32_t>(r));
+    }
+    num_prompt_rows_.push_back(prompt_rows);
     if (entry.samples) logit_rows_.push_back(query_begins_.back() - 1);
   }
 }

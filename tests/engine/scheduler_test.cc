@@ -102,6 +102,27 @@ TEST(Scheduler, AdmitsInFifoOrderWholePromptsThenOneTokenPerStep) {
   EXPECT_TRUE(scheduler.schedule().empty());
 }
 
+TEST(Scheduler, PromptLogprobRequestsPrefillInBoundedChunks) {
+  // A row of logits per prompt token: such a prompt takes at most kPromptLogprobChunk tokens a
+  // step whatever the budget, while a plain prompt beside it takes the rest of the budget.
+  const int64_t len = kPromptLogprobChunk + 100;
+  Scheduler scheduler(config(4 * len, 8 * len, 1024));
+  EngineRequest with_logprobs = request(len, 2);
+  with_logprobs.prompt_logprobs = true;
+  with_logprobs.use_prefix_cache = false;
+  scheduler.add(with_logprobs, nullptr);
+  scheduler.add(request(len, 2, 5000), nullptr);
+  ScheduledBatch batch = scheduler.schedule();
+  EXPECT_EQ(entries(batch),
+            (std::vector<Entry>{{0, 0, kPromptLogprobChunk, false}, {1, 0, len, true}}));
+  scheduler.update(batch, samples({7}));
+  batch = scheduler.schedule();
+  EXPECT_EQ(entries(batch),
+            (std::vector<Entry>{{0, kPromptLogprobChunk, 100, true}, {1, len, 1, true}}));
+  scheduler.update(batch, samples({8, 9}));
+  EXPECT_INVARIANTS(scheduler);
+}
+
 TEST(Scheduler, MaxBatchSizeBoundsRunningSequences) {
   EngineConfig c = config(100, 1000);
   c.max_batch_size = 2;

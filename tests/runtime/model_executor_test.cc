@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -182,6 +183,59 @@ TEST_F(ModelExecutorTest, ChunkedPrefillGivesTheSameTokens) {
     ASSERT_EQ(chunked[i].tokens.size(), alone.tokens.size());
     for (size_t t = 0; t < alone.tokens.size(); ++t)
       EXPECT_NEAR(chunked[i].tokens[t].logprob, alone.tokens[t].logprob, 1e-4);
+  }
+}
+
+TEST_F(ModelExecutorTest, PromptLogprobsComeWithTheFirstTokenWhateverTheChunks) {
+  std::vector<EngineRequest> reqs = requests();
+  for (EngineRequest& r : reqs) {
+    r.prompt_logprobs = true;
+    r.use_prefix_cache = false;
+  }
+  const std::vector<GenerationResult> whole = generate_together(reqs, 4096);
+  // Chunks of 4 prompt tokens, each step mixing the three requests' chunks and decodes.
+  const std::vector<GenerationResult> chunked = generate_together(reqs, 4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    const EngineRequest& r = reqs[i];
+    const GenerationResult alone = generate_alone(r);
+    EngineRequest plain = r;
+    plain.prompt_logprobs = false;
+    // Asking for them changes no generated token.
+    EXPECT_EQ(ids_of(alone), ids_of(generate_alone(plain)));
+    ASSERT_FALSE(alone.tokens.empty());
+    const std::vector<float>& lp = alone.tokens[0].prompt_logprobs;
+    ASSERT_EQ(lp.size(), r.prompt_ids.size() - 1);
+    for (float x : lp) {
+      EXPECT_TRUE(std::isfinite(x));
+      EXPECT_LE(x, 0.0f);
+    }
+    for (size_t t = 1; t < alone.tokens.size(); ++t)
+      EXPECT_TRUE(alone.tokens[t].prompt_logprobs.empty());
+    for (const GenerationResult* other : {&whole[i], &chunked[i]}) {
+      EXPECT_EQ(ids_of(*other), ids_of(alone));
+      ASSERT_EQ(other->tokens[0].prompt_logprobs.size(), lp.size());
+      for (size_t k = 0; k < lp.size(); ++k)
+        EXPECT_NEAR(other->tokens[0].prompt_logprobs[k], lp[k], 1e-4);
+    }
+  }
+  // The first prompt token has no logprob; the second's is the log-softmax at position 0, which
+  // a one-token request's first sampled token (greedy, unprocessed) shows too.
+  EngineRequest one;
+  one.prompt_ids = {reqs[0].prompt_ids[0]};
+  one.max_new_tokens = 1;
+  one.sampling.top_n_tokens = 5;
+  const GenerationResult first = generate_alone(one);
+  const std::vector<float> lp0 = generate_alone(reqs[0]).tokens[0].prompt_logprobs;
+  bool found = false;
+  for (const TokenLogprob& alt : first.tokens[0].top_tokens) {
+    if (alt.id == reqs[0].prompt_ids[1]) {
+      EXPECT_NEAR(alt.logprob, lp0[0], 1e-4);
+      found = true;
+    }
+  }
+  if (!found) {
+    EXPECT_LT(lp0[0], first.tokens[0].top_tokens.back().logprob);
   }
 }
 

@@ -303,6 +303,11 @@ TEST(ValidateParameters, EachRuleHasTgisMessage) {
             "Input validation error: `truncate` must be strictly positive and less than 1023. "
             "Given: 1024");
   EXPECT_EQ(invalid(params(R"({"truncate":1023,"top_n_tokens":5,"stop":["a","b","c","d"]})")), "");
+  // Ours (fail closed; TGI would watermark): no watermark processor is built.
+  EXPECT_EQ(invalid(params(R"({"watermark":true})")),
+            "Input validation error: `watermark` == true is not supported: this server has no "
+            "watermarking logits processor");
+  EXPECT_EQ(invalid(params(R"({"watermark":false})")), "");
 }
 
 TEST(ValidateParameters, BestOfRules) {

@@ -58,14 +58,17 @@ int64_t clamped_max_new_tokens(const ValidGenerateRequest& valid, size_t num_pro
 // The prompt's generations: the first keeps the request's seed, the others draw theirs from it
 // (as TGI does for best_of), so a seeded request is reproducible.
 void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choices,
-                     const AdmissionRequest& request, size_t max_total_tokens) {
+                     const AdmissionRequest& request, const ServerSettings& settings) {
   const AdmittedPrompt& prompt = admission.prompts[prompt_idx];
   EngineRequest base;
   base.prompt_ids = prompt.ids;
   base.sampling = sampling_params_of(prompt.valid, request.presence_penalty);
-  base.max_new_tokens = clamped_max_new_tokens(prompt.valid, prompt.ids.size(), max_total_tokens);
-  // TGI bypasses the prefix cache for requests that ask for prompt logprobs.
+  base.max_new_tokens =
+      clamped_max_new_tokens(prompt.valid, prompt.ids.size(), settings.limits.max_total_tokens);
+  // TGI bypasses the prefix cache for requests that ask for prompt logprobs, and computes them
+  // only with --enable-prefill-logprobs (else details.prefill stays []).
   base.use_prefix_cache = !prompt.valid.decoder_input_details;
+  base.prompt_logprobs = prompt.valid.decoder_input_details && settings.enable_prefill_logprobs;
   base.grammar = prompt.grammar;  // shared; each generation gets its own matcher
   std::mt19937_64 seeds(prompt.valid.seed);
   for (uint64_t choice = 0; choice < num_choices; ++choice) {
@@ -116,7 +119,7 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
     // one prompt are one validation. (TGI validates each best_of candidate again; we do not.)
     state.metrics.observe("tgi_request_input_length", static_cast<double>(prompt.ids.size()));
     state.metrics.observe("tgi_request_max_new_tokens", prompt.valid.max_new_tokens);
-    add_generations(admission, i, num_choices, request, state.settings.limits.max_total_tokens);
+    add_generations(admission, i, num_choices, request, state.settings);
   }
   return admission;
 }

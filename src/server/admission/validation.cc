@@ -47,6 +47,12 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
                                                                  const ValidationLimits& limits,
                                                                  bool streaming) {
   GenerateParameters& p = request.parameters;
+  // Fail closed: a caller asking for a watermark must not get unwatermarked text back as if it
+  // were watermarked (TGI's processor is not built here; --watermark-gamma/-delta are refused).
+  if (p.watermark) {
+    return validation_error(
+        "`watermark` == true is not supported: this server has no watermarking logits processor");
+  }
   ValidGenerateRequest v;
   v.best_of = p.best_of.value_or(1);
   const bool sampling = p.do_sample || p.temperature || p.top_k || p.top_p || p.typical_p;

@@ -27,6 +27,9 @@ struct ServerSettings {
   int64_t max_concurrent_requests = 128;
   size_t max_client_batch_size = 4;
   size_t validation_workers = 2;
+  // --enable-prefill-logprobs: decoder_input_details fills details.prefill (else it stays [], as
+  // in TGI 3).
+  bool enable_prefill_logprobs = false;
   std::string model_id;
   std::optional<std::string> model_sha;
   std::optional<std::string> model_pipeline_tag;  // from the Hub; null for local models

@@ -24,6 +24,7 @@ ResponseToken SequenceText::response_token(int32_t id, float logprob, std::strin
 SequenceText::Step SequenceText::add(const TokenEvent& event) {
   Step step;
   const SampleResult& sample = event.token;
+  if (!sample.prompt_logprobs.empty()) add_prefill(sample.prompt_logprobs);
   generated_ids_.push_back(sample.id);
   std::string text = decoder_.push(sample.id);
   const bool stop_matched = stops_.feed(text).has_value();
@@ -49,9 +50,23 @@ GeneratedSequence SequenceText::result(FinishReason reason, std::optional<uint64
   s.finish_reason = finish_reason_name(reason);
   s.generated_tokens = num_generated();
   s.seed = seed;
+  s.prefill = prefill_;
   s.tokens = tokens_;
   s.top_tokens = top_tokens_;
   return s;
+}
+
+void SequenceText::add_prefill(const std::vector<float>& logprobs) {
+  // TGI's prefill tokens: each prompt token decoded alone (special tokens kept); the first has no
+  // logprob (null).
+  prefill_.clear();
+  for (size_t i = 0; i < prompt_ids_.size(); ++i) {
+    const int32_t ids[] = {prompt_ids_[i]};
+    ResponsePrefillToken& t = prefill_.emplace_back();
+    t.id = static_cast<uint32_t>(prompt_ids_[i]);
+    t.text = tokenizer_.decode(ids, /*skip_special_tokens=*/false);
+    if (i > 0 && i - 1 < logprobs.size()) t.logprob = logprobs[i - 1];
+  }
 }
 
 double SequenceText::mean_logprob() const {

@@ -44,6 +44,8 @@ class SequenceText {
 
  private:
   ResponseToken response_token(int32_t id, float logprob, std::string text) const;
+  // details.prefill from the first token's prompt logprobs (SampleResult::prompt_logprobs).
+  void add_prefill(const std::vector<float>& logprobs);
 
   const Tokenizer& tokenizer_;
   std::vector<int32_t> prompt_ids_;
@@ -53,6 +55,7 @@ class SequenceText {
   std::vector<int32_t> generated_ids_;
   std::vector<ResponseToken> tokens_;
   std::vector<std::vector<ResponseToken>> top_tokens_;
+  std::vector<ResponsePrefillToken> prefill_;
 };
 
 }  // namespace lm
