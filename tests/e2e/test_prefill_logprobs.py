@@ -1,5 +1,5 @@
 """Prompt logprobs (TGI's `details.prefill`, `decoder_input_details` with --enable-prefill-logprobs)
-against transformers: tests/fixtures/models/smollm2_prompt_logprobs.json, made by
+against transformers: tests/fixtures/prompt_logprobs/smollm2.json, made by
 scripts/fixtures/make_prompt_logprob_references.py on the default model's float copy (smollm2-f32,
 fp32 activations here as there). Without the flag the answer stays TGI 3's `prefill: []`
 (test_clients.py).
@@ -13,7 +13,7 @@ import pytest
 from conftest import LAUNCHER, ROOT, launch_server
 
 SMOLLM2_F32 = LAUNCHER.parents[2] / "test-models" / "smollm2-f32"
-FIXTURE = json.loads((ROOT / "tests/fixtures/models/smollm2_prompt_logprobs.json").read_text())
+FIXTURE = json.loads((ROOT / "tests/fixtures/prompt_logprobs/smollm2.json").read_text())
 TOLERANCE = 1e-4
 
 
