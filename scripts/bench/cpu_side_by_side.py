@@ -207,6 +207,7 @@ def main() -> int:
                      f"{'' if ISA == 'auto' else ' --isa ' + ISA} and make build")
 
     paths = {name: ensure_model(name) for name in args.models}
+    load_start = os.getloadavg()  # other work on the machine skews both, llama.cpp's spinning threads most
     machine = {t: measure_machine(t) for t in args.threads}
     for t, m in machine.items():
         print(f"machine, {t} thread(s): read {m['read_bytes_per_second'] / 1e9:.2f} GB/s, "
@@ -244,7 +245,7 @@ def main() -> int:
               f"(file {rss['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
               f"{'within' if rss['within_limit'] else 'OVER'}", flush=True)
     doc = {"tool": "scripts/bench/cpu_side_by_side.py", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "isa": ISA, "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
+           "isa": ISA, "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
            "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh"
                         f"{'' if ISA == 'auto' else ' --isa ' + ISA}, {BIN.parent.name}/)"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
