@@ -19,11 +19,16 @@ bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction o
 roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model the
 server's resident memory against file size + KV pool + 100 MB.
 
+--isa LEVEL (avx2, avx512, avx512-vnni) compares both at one instruction-set level: ours capped
+with CPU_ISA=LEVEL (the launcher's --cpu-isa), llama.cpp built for that level only
+(scripts/bench/build_llama_cpp.sh --isa LEVEL, in .cache/llama.cpp/build-LEVEL/); e.g. avx2 shows
+what an AVX2-only machine gets from each. Without it, each runs the best this machine runs.
+
 Writes bench/results/cpu_side_by_side.json: every repetition, and per row the ratio ours/llama.cpp
 (min, median, max over the paired repetitions). Build llama.cpp first:
-scripts/bench/build_llama_cpp.sh.
+scripts/bench/build_llama_cpp.sh [--isa LEVEL] (LLAMA_CPP_DIR, default .cache/llama.cpp, as there).
 
-  .venv/bin/python scripts/bench/cpu_side_by_side.py [--reps 5] [--threads 1 2] [--models ...]
+  .venv/bin/python scripts/bench/cpu_side_by_side.py [--reps 5] [--threads 1 2] [--models ...] [--isa avx2]
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".cache/llama.cpp/build/bin"
+LLAMA_CPP_DIR = ROOT / os.environ.get("LLAMA_CPP_DIR", ".cache/llama.cpp")
+BIN = LLAMA_CPP_DIR / "build/bin"  # build-LEVEL/bin with --isa LEVEL (main() sets it)
+ISA = "auto"  # --isa: ours runs with CPU_ISA=ISA
+ISA_LEVELS = ["auto", "avx2", "avx512", "avx512-vnni"]
 OURS = ROOT / "build/src/app/text-generation-benchmark"
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
 MODELS_DIR = ROOT / ".cache/models"
@@ -101,14 +109,23 @@ def run_llama_bench(model: Path, threads: int, test: str) -> float:
     return float(rows[0]["avg_ts"])
 
 
+def env_with_cpu_isa() -> dict:
+    env = dict(os.environ)
+    env["CPU_ISA"] = ISA
+    return env
+
+
 def run_ours(model: Path, threads: int, test: str) -> float:
     n_prompt, n_gen, depth = TESTS[test]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         args = [str(OURS), "--model-id", str(model), "--num-threads", str(threads), "-b", "1", "-r", "1", "-w", "1",
                 "--output", f.name]
         args += ["-s", str(n_prompt), "-d", "1"] if n_gen == 0 else ["-s", str(max(1, depth)), "-d", str(n_gen + 1)]
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        case = json.load(open(f.name))["cases"][0]
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=env_with_cpu_isa())
+        doc = json.load(open(f.name))
+        if ISA != "auto" and doc["kernels"] != ISA:
+            sys.exit(f"ours ran {doc['kernels']} kernels, not {ISA}")
+        case = doc["cases"][0]
     key = "prefill_tokens_per_second" if n_gen == 0 else "decode_tokens_per_second"
     return float(case[key]["mean"])
 
@@ -117,7 +134,7 @@ def measure_machine(threads: int) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run([str(OURS), "--model-id", str(BASE), "--num-threads", str(threads), "-b", "1", "-s", "1", "-d",
                         "1", "-r", "1", "-w", "0", "--measure-machine", "--output", f.name], check=True,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, env=env_with_cpu_isa())
         return json.load(open(f.name))["machine"]
 
 
@@ -134,7 +151,7 @@ def rss_check(model: Path, threads: int) -> dict:
     log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
     proc = subprocess.Popen([str(LAUNCHER), "--model-id", str(model), "--port", str(port), "--num-threads", str(threads),
                              "--max-batch-prefill-tokens", "512", "--max-total-tokens", "1024",
-                             "--max-input-tokens", "512"], stdout=log, stderr=subprocess.STDOUT)
+                             "--max-input-tokens", "512"], stdout=log, stderr=subprocess.STDOUT, env=env_with_cpu_isa())
     try:
         deadline = time.time() + 600
         while time.time() < deadline:
@@ -176,13 +193,21 @@ def main() -> int:
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--tests", nargs="+", default=DEFAULT_TESTS, choices=list(TESTS))
     ap.add_argument("--no-rss", action="store_true", help="skip the 7B Q4_0 resident-memory check")
+    ap.add_argument("--isa", choices=ISA_LEVELS, default="auto",
+                    help="cap ours at this level (CPU_ISA) and use llama.cpp's build for it (build-LEVEL)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/cpu_side_by_side.json")
     args = ap.parse_args()
+    global BIN, ISA
+    ISA = args.isa
+    if ISA != "auto":
+        BIN = LLAMA_CPP_DIR / f"build-{ISA}/bin"
     for tool in (BIN / "llama-bench", BIN / "llama-quantize", OURS):
         if not tool.exists():
-            sys.exit(f"{tool} missing: run scripts/bench/build_llama_cpp.sh and make build")
+            sys.exit(f"{tool} missing: run scripts/bench/build_llama_cpp.sh"
+                     f"{'' if ISA == 'auto' else ' --isa ' + ISA} and make build")
 
     paths = {name: ensure_model(name) for name in args.models}
+    load_start = os.getloadavg()  # other work on the machine skews both, llama.cpp's spinning threads most
     machine = {t: measure_machine(t) for t in args.threads}
     for t, m in machine.items():
         print(f"machine, {t} thread(s): read {m['read_bytes_per_second'] / 1e9:.2f} GB/s, "
@@ -220,8 +245,9 @@ def main() -> int:
               f"(file {rss['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
               f"{'within' if rss['within_limit'] else 'OVER'}", flush=True)
     doc = {"tool": "scripts/bench/cpu_side_by_side.py", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
-           "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh)"}
+           "isa": ISA, "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
+           "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh"
+                        f"{'' if ISA == 'auto' else ' --isa ' + ISA}, {BIN.parent.name}/)"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "app/cpu_isa_flag.h"
 #include "base/log.h"
 #include "bench/engine_benchmark.h"
 #include "bench/latency_summary.h"
@@ -28,6 +29,7 @@ struct Options {
   bool int8_activations = true;  // the launcher's default
   bool measure_machine = false;
   std::string output;
+  std::string cpu_isa;
 };
 
 nlohmann::json to_json(const lm::LatencySummary& s) {
@@ -44,6 +46,13 @@ void print_row(const char* what, const lm::LatencySummary& s, double scale, cons
 }
 
 int run(const Options& o) {
+  // Before the model loads: the level decides the weights' layout.
+  auto cpu_isa = lm::apply_cpu_isa(o.cpu_isa);
+  if (!cpu_isa.ok()) {
+    lm::log_error(cpu_isa.error().message);
+    return 1;
+  }
+  lm::log_info(*cpu_isa);
   auto model = lm::LlamaModel::load(o.model_id);
   if (!model.ok()) {
     lm::log_error(model.error().message);
@@ -145,6 +154,7 @@ int main(int argc, char** argv) {
   app.add_option("--int8-activations", o.int8_activations,
                  "Quantize activations to int8 for GGML block formats (true/false)")
       ->capture_default_str();
+  lm::add_cpu_isa_flag(app, o.cpu_isa);
   app.add_flag("--measure-machine", o.measure_machine,
                "Also measure memory read bandwidth and the fp32 FMA peak with these threads");
   app.add_option("--output", o.output, "Write every run and the summaries to this JSON file");

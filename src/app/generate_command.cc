@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/cpu_isa_flag.h"
 #include "app/launcher_flags.h"
 #include "app/model_files.h"
 #include "base/log.h"
@@ -29,7 +30,8 @@ struct GenerateOptions {
   bool no_bos = false;
   // As the launcher's default (app/launcher_args.h): llama.cpp's int8 activation dots.
   bool int8_activations = true;
-  std::string device;  // --device, as the launcher's
+  std::string device;   // --device, as the launcher's
+  std::string cpu_isa;  // --cpu-isa, as the launcher's
   SamplingParams sampling;
 };
 
@@ -43,6 +45,12 @@ int run_generate(const GenerateOptions& o) {
     return 1;
   }
   if (!device_note.empty()) log_info(device_note);
+  auto cpu_isa = apply_cpu_isa(o.cpu_isa);
+  if (!cpu_isa.ok()) {
+    log_error(cpu_isa.error().message);
+    return 1;
+  }
+  log_info(*cpu_isa);
   auto files = find_model_files({o.model_id, std::nullopt, std::nullopt, std::nullopt});
   if (!files.ok()) {
     log_error(files.error().message);
@@ -135,6 +143,7 @@ void add_generate_command(CLI::App& app) {
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
   add_device_flag(*cmd, options->device);
+  add_cpu_isa_flag(*cmd, options->cpu_isa);
   cmd->add_flag("--no-bos", options->no_bos, "Do not add the tokenizer's special prefix tokens");
   SamplingParams& s = options->sampling;
   cmd->add_flag("--do-sample", s.do_sample, "Sample instead of choosing the most likely token");

@@ -83,6 +83,8 @@ struct LauncherArgs {
   bool int8_activations = true;  // env INT8_ACTIVATIONS
   // Resolve everything a start would, print the memory plan and exit (env DRY_RUN).
   bool dry_run = false;
+  // The highest CPU kernel level (app/cpu_isa_flag.h; env CPU_ISA): auto or a kernels::Isa name.
+  std::string cpu_isa = "auto";
 };
 
 // What the model contributes to the derived defaults.

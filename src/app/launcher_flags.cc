@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/cpu_isa_flag.h"
+
 #if defined(LM_WITH_CUDA)
 #include "kernels/cuda/device_info.h"
 #endif
@@ -186,6 +188,7 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                "--json-output) and exit without serving")
       ->envname("DRY_RUN");
   add_device_flag(app, a.device);
+  add_cpu_isa_flag(app, a.cpu_isa);
 }
 
 void add_device_flag(CLI::App& app, std::string& device) {

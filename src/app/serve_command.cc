@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "app/cpu_isa_flag.h"
 #include "app/launcher_flags.h"
 #include "app/log_level.h"
 #include "app/memory_limits.h"
@@ -84,6 +85,9 @@ void block_termination_signals() {
 }
 
 int run_server(const LauncherArgs& args) {
+  // Before anything reads the kernels' level: it decides the weights' layout at load.
+  auto cpu_isa = apply_cpu_isa(args.cpu_isa);
+  if (!cpu_isa.ok()) return fail(cpu_isa.error().message);
   if (args.env) {
     std::printf("Target: %s\nCompiler: g++ %s\nCPU kernels: %s\nThreads: %u\nModel id: %s\n",
 #if defined(__x86_64__)
@@ -101,6 +105,7 @@ int run_server(const LauncherArgs& args) {
   auto device = resolve_device(args.device, device_note);
   if (!device.ok()) return fail(device.error().message);
   if (!device_note.empty()) log_info(device_note);
+  log_info(*cpu_isa);
   LauncherArgs checked = args;
   checked.device = *device;  // the only device check_launcher_args accepts is the one we run on
   auto warnings = check_launcher_args(checked);
@@ -142,6 +147,7 @@ int run_server(const LauncherArgs& args) {
                          ? args.num_threads
                          : static_cast<int64_t>(std::thread::hardware_concurrency());
   plan.int8_activations = args.int8_activations;
+  plan.cpu_isa = kernels::isa_name(kernels::best_isa());
   plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
   plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config);
   plan.limits.weights_bytes = plan.weights.bytes;

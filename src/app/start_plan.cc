@@ -52,8 +52,8 @@ std::string plan_text(const StartPlan& p) {
   out += dtype_log_line(p) + "\n";
   out += fmt::format("Weights in memory: {}\n", mib(p.limits.weights_bytes));
   out += fmt::format("RoPE scaling: {}\n", p.rope_scaling);
-  out += fmt::format("Device: {}, {} threads, int8 activations {}\n", p.device, p.num_threads,
-                     p.int8_activations ? "on" : "off");
+  out += fmt::format("Device: {}, {} threads, CPU kernels {}, int8 activations {}\n", p.device,
+                     p.num_threads, p.cpu_isa, p.int8_activations ? "on" : "off");
   out += fmt::format("Memory available: {} ({})\n", mib(static_cast<int64_t>(p.memory.bytes)),
                      p.memory.source);
   out += memory_log_line(p) + "\n";
@@ -102,6 +102,7 @@ std::string plan_json(const StartPlan& p) {
             {"rope_scaling", p.rope_scaling},
             {"device", p.device},
             {"num_threads", p.num_threads},
+            {"cpu_isa", p.cpu_isa},
             {"int8_activations", p.int8_activations},
             {"memory", memory},
             {"max_batch_total_tokens", s.max_batch_total_tokens},

@@ -22,6 +22,7 @@ struct StartPlan {
   std::string device;
   int64_t num_threads = 0;
   bool int8_activations = true;
+  std::string cpu_isa;  // the CPU kernels' level (--cpu-isa or the best this CPU runs)
   AvailableMemory memory;
   ModelLimits limits;
   ServeSettings settings;

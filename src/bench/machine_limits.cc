@@ -54,10 +54,12 @@ double read_bandwidth(ThreadPool& pool, int64_t bytes) {
 
 double fma_peak(ThreadPool& pool, const char** isa_name) {
   double (*probe)(int64_t, float*) = nullptr;
-  if (kernels::isa_supported(kernels::Isa::kAvx512)) {  // VNNI adds no fp32 FMA
+  // The peak of the level the kernels use (--cpu-isa caps it), which the CPU runs.
+  const auto level = static_cast<int>(kernels::best_isa());
+  if (level >= static_cast<int>(kernels::Isa::kAvx512)) {  // VNNI adds no fp32 FMA
     probe = fma_probe_avx512;
     *isa_name = "avx512";
-  } else if (kernels::isa_supported(kernels::Isa::kAvx2)) {
+  } else if (level >= static_cast<int>(kernels::Isa::kAvx2)) {
     probe = fma_probe_avx2;
     *isa_name = "avx2";
   } else {

@@ -1,11 +1,14 @@
-// --device parsing (flag, DEVICE environment variable, allowed values) and its resolution for
-// CPU-only and CUDA builds, without starting a server.
+// --device and --cpu-isa parsing (flag, environment variable, allowed values), the
+// resolution of --device for CPU-only and CUDA builds and the --cpu-isa start line, without
+// starting a server.
 #include "app/launcher_flags.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <CLI/CLI.hpp>
+
+#include "app/cpu_isa_flag.h"
 
 namespace lm {
 namespace {
@@ -81,6 +84,54 @@ TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
   // This binary on this machine: auto always runs, cuda never does (yet).
   EXPECT_TRUE(resolve_device("auto", note).ok());
   EXPECT_FALSE(resolve_device("cuda", note).ok());
+}
+
+}  // namespace
+}  // namespace lm
+
+namespace lm {
+namespace {
+
+TEST(CpuIsaFlag, DefaultsToAutoAndTakesFlagOrEnvironment) {
+  unsetenv("CPU_ISA");
+  LauncherArgs a;
+  EXPECT_EQ(parse({}, a), "");
+  EXPECT_EQ(a.cpu_isa, "auto");
+  setenv("CPU_ISA", "avx2", 1);
+  LauncherArgs b;
+  EXPECT_EQ(parse({}, b), "");
+  EXPECT_EQ(b.cpu_isa, "avx2");
+  LauncherArgs c;
+  EXPECT_EQ(parse({"--cpu-isa", "scalar"}, c), "");  // the flag wins over the environment
+  EXPECT_EQ(c.cpu_isa, "scalar");
+  unsetenv("CPU_ISA");
+}
+
+TEST(CpuIsaFlag, ValuesAreAutoOrTheKernelLevels) {
+  auto none = parse_cpu_isa("auto");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  for (const char* name : kCpuIsaValues) {
+    if (std::string(name) == "auto") continue;
+    auto cap = parse_cpu_isa(name);
+    ASSERT_TRUE(cap.ok()) << name;
+    ASSERT_TRUE(cap->has_value()) << name;
+    EXPECT_STREQ(kernels::isa_name(**cap), name);
+  }
+  auto bad = parse_cpu_isa("avx512vnni");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "--cpu-isa must be auto, scalar, avx2, avx512 or avx512-vnni, not avx512vnni");
+}
+
+TEST(CpuIsaFlag, LogLineSaysWhetherTheLevelWasCapped) {
+  using kernels::Isa;
+  EXPECT_EQ(cpu_isa_log_line(Isa::kAvx512Vnni, Isa::kAvx512Vnni, false, ""),
+            "CPU kernels: avx512-vnni (the best this CPU runs)");
+  EXPECT_EQ(cpu_isa_log_line(Isa::kAvx2, Isa::kAvx512Vnni, true, ""),
+            "CPU kernels: avx2 (capped by --cpu-isa; this CPU runs avx512-vnni)");
+  EXPECT_EQ(cpu_isa_log_line(Isa::kAvx2, Isa::kAvx2, false, "the OS does not enable ZMM"),
+            "CPU kernels: avx2 (the best this CPU runs); the OS does not enable ZMM");
 }
 
 }  // namespace

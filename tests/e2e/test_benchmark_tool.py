@@ -2,6 +2,7 @@
 batch size with prefill and decode statistics, and on a CPU with the interleaved int8 GEMM
 (AVX-512 VNNI) the model's Linear weights are interleaved (seven per layer plus the tied head)."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -12,13 +13,13 @@ BENCHMARK = ROOT / "build/src/app/text-generation-benchmark"
 DEFAULT_MODEL = str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def run_benchmark(tmp_path, *args):
+def run_benchmark(tmp_path, *args, env=None):
     if not BENCHMARK.exists():
         pytest.fail(f"{BENCHMARK} not built")
     out = tmp_path / "bench.json"
     subprocess.run([str(BENCHMARK), "--model-id", MODEL, "-b", "1", "-b", "2", "-s", "8", "-d", "4",
                     "-r", "1", "-w", "0", "--num-threads", "2", "--output", str(out), *args],
-                   check=True, stdout=subprocess.PIPE, timeout=300)
+                   check=True, stdout=subprocess.PIPE, timeout=300, env=env)  # fmt: skip
     return json.loads(out.read_text())
 
 
@@ -41,3 +42,14 @@ def test_fp32_activations_keep_the_weights_in_rows(tmp_path):
     doc = run_benchmark(tmp_path, "--int8-activations", "false")
     assert doc["int8_activations"] is False
     assert doc["interleaved_weights"] == 0
+
+
+def test_cpu_isa_caps_the_kernels(tmp_path):
+    """CPU_ISA (or --cpu-isa) as the launcher's: AVX2 has no interleaved GEMM, so rows stay rows."""
+    doc = run_benchmark(tmp_path, env={**os.environ, "CPU_ISA": "avx2"})
+    assert doc["kernels"] == "avx2"
+    assert doc["interleaved_weights"] == 0
+    r = subprocess.run([str(BENCHMARK), "--model-id", MODEL, "--cpu-isa", "avx512vnni"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 1
+    assert "--cpu-isa must be auto, scalar, avx2, avx512 or avx512-vnni, not avx512vnni" in r.stderr

@@ -141,6 +141,28 @@ def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     assert plan["num_threads"] >= 1 and plan["device"] == "cpu"
 
 
+def test_cpu_isa_caps_the_kernels_and_says_so():
+    r = run_launcher(["--model-id", MODEL, "--dry-run", "--json-output", "--cpu-isa", "avx2"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["cpu_isa"] == "avx2"
+    assert "CPU kernels: avx2 (capped by --cpu-isa; this CPU runs " in r.stdout
+    r = run_launcher(["--model-id", MODEL, "--dry-run", "--json-output"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout.strip().splitlines()[-1])
+    assert plan["cpu_isa"] in ("scalar", "avx2", "avx512", "avx512-vnni")
+    assert f"CPU kernels: {plan['cpu_isa']} (the best this CPU runs)" in r.stdout
+    r = run_launcher(["--model-id", MODEL, "--dry-run"], env={"CPU_ISA": "sse"})
+    assert r.returncode == 1
+    assert "--cpu-isa must be auto, scalar, avx2, avx512 or avx512-vnni, not sse" in r.stdout + r.stderr
+
+
+def test_generate_takes_cpu_isa():
+    r = run_launcher(["generate", "--model-id", MODEL, "--prompt", "Hello", "--max-new-tokens", "2",
+                      "--num-threads", "2", "--cpu-isa", "avx2"])  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CPU kernels: avx2 (capped by --cpu-isa" in r.stdout + r.stderr
+
+
 def test_dry_run_with_given_limits_and_dtype():
     env = {"MAX_BATCH_TOTAL_TOKENS": "10000", "MAX_TOTAL_TOKENS": "2048", "DTYPE": "float16"}
     r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output"], env=env)

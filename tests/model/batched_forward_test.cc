@@ -102,12 +102,15 @@ void expect_close(std::span<const float> got, std::span<const float> want) {
     ASSERT_NEAR(got[i], want[i], 1e-5f * scale + 1e-6f) << "element " << i;
 }
 
-class BatchedForward : public ::testing::TestWithParam<std::string> {};
+// Exactly the same bits.
+void expect_equal(std::span<const float> got, std::span<const float> want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+}
 
-TEST_P(BatchedForward, MixedBatchMatchesEachSequenceAlone) {
-  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
-  LlamaModel& model = **loaded;
+// One mixed step against each sequence alone, compared with expect_close or, where the model
+// promises batch invariance, expect_equal.
+void check_mixed_batch(LlamaModel& model, bool same_bits) {
   ThreadPool pool(2);
   const int32_t vocab = static_cast<int32_t>(model.config().vocab_size);
 
@@ -151,9 +154,33 @@ TEST_P(BatchedForward, MixedBatchMatchesEachSequenceAlone) {
     const auto end = static_cast<int64_t>(seqs[s].ids.size());
     const std::vector<float> want = alone(model, seqs[s], seqs[s].context, end, pool);
     const size_t rows = static_cast<size_t>(end - seqs[s].context);
-    expect_close(std::span<const float>(logits).subspan(row * v, rows * v), want);
+    const std::span<const float> got = std::span<const float>(logits).subspan(row * v, rows * v);
+    if (same_bits) {
+      expect_equal(got, want);
+    } else {
+      expect_close(got, want);
+    }
     row += rows;
   }
+}
+
+class BatchedForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BatchedForward, MixedBatchMatchesEachSequenceAlone) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
+  check_mixed_batch(**loaded, /*same_bits=*/false);
+}
+
+// docs/architecture.md, Numerics: with int8 activations on GGML block formats a sequence's logits
+// are the same bits alone or in any batch, at whatever kernel level runs (ctest runs this once per
+// level, CPU_ISA): the default Q4_1 model as served.
+TEST(BatchedForwardInt8, MixedBatchGivesTheBitsOfEachSequenceAlone) {
+  auto loaded =
+      LlamaModel::load(std::string(LM_REPO_ROOT) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  (*loaded)->set_int8_activations(true);
+  check_mixed_batch(**loaded, /*same_bits=*/true);
 }
 
 TEST_P(BatchedForward, LogitsOnlyForTheRequestedRows) {

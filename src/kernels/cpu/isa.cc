@@ -1,47 +1,125 @@
-// Run-time ISA detection (cpuid via the compiler builtins) and the assembly of the per-ISA kernel
-// tables.
+// Run-time ISA detection (CPUID and XGETBV, decided by a pure function of them), the process's
+// level, and the assembly of the per-ISA kernel tables.
 #include "kernels/cpu/isa.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <atomic>
+#include <cstdio>
 
 #include "base/check.h"
 #include "kernels/cpu/lanes/lane_kernels.h"
 
 namespace lm::kernels {
 
-bool isa_supported(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return true;
-    case Isa::kAvx2:
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
-#else
-      return false;
-#endif
-    case Isa::kAvx512:
-#if defined(__x86_64__) || defined(__i386__)
-      return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f");
-#else
-      return false;
-#endif
-    case Isa::kAvx512Vnni:
-#if defined(__x86_64__) || defined(__i386__)
-      return isa_supported(Isa::kAvx512) && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-#else
-      return false;
-#endif
-  }
-  return false;
+namespace {
+
+constexpr bool bit(uint64_t word, int b) { return ((word >> b) & 1) != 0; }
+
+// XCR0: SSE (1) and AVX (2) state for YMM; opmask (5), ZMM_Hi256 (6), Hi16_ZMM (7) for AVX-512.
+constexpr uint64_t kXcr0Avx = (1u << 1) | (1u << 2);
+constexpr uint64_t kXcr0Avx512 = kXcr0Avx | (1u << 5) | (1u << 6) | (1u << 7);
+
+bool os_saves(const CpuId& id, uint64_t state) {
+  return bit(id.leaf1_ecx, 27) && (id.xcr0 & state) == state;  // OSXSAVE: XGETBV is readable
 }
 
+bool cpu_has_avx2(const CpuId& id) {
+  return bit(id.leaf1_ecx, 28) && bit(id.leaf1_ecx, 12) && bit(id.leaf1_ecx, 29) &&
+         bit(id.leaf7_ebx, 5);  // AVX, FMA, F16C, AVX2
+}
+
+bool cpu_has_avx512(const CpuId& id) { return cpu_has_avx2(id) && bit(id.leaf7_ebx, 16); }
+
+bool cpu_has_avx512_vnni(const CpuId& id) {
+  return cpu_has_avx512(id) && bit(id.leaf7_ebx, 30) && bit(id.leaf7_ebx, 31) &&
+         bit(id.leaf7_ecx, 11);  // BW, VL, VNNI
+}
+
+}  // namespace
+
+CpuId read_cpu_id() {
+  CpuId id;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) id.leaf1_ecx = ecx;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    id.leaf7_ebx = ebx;
+    id.leaf7_ecx = ecx;
+  }
+  if (bit(id.leaf1_ecx, 27)) {  // XGETBV exists only with OSXSAVE
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    id.xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+  }
+#endif
+  return id;
+}
+
+Isa detect_isa(const CpuId& id) {
+  if (!cpu_has_avx2(id) || !os_saves(id, kXcr0Avx)) return Isa::kScalar;
+  if (!cpu_has_avx512(id) || !os_saves(id, kXcr0Avx512)) return Isa::kAvx2;
+  return cpu_has_avx512_vnni(id) ? Isa::kAvx512Vnni : Isa::kAvx512;
+}
+
+std::string isa_limit_reason(const CpuId& id) {
+  const auto xcr0 = [&] {
+    char text[64];
+    std::snprintf(text, sizeof text, "XCR0 = 0x%llx", static_cast<unsigned long long>(id.xcr0));
+    return std::string(text);
+  };
+  if (cpu_has_avx2(id) && !os_saves(id, kXcr0Avx))
+    return "the CPU advertises AVX2 but the OS does not enable the AVX register state (" + xcr0() +
+           ")";
+  if (cpu_has_avx512(id) && os_saves(id, kXcr0Avx) && !os_saves(id, kXcr0Avx512))
+    return "the CPU advertises AVX-512 but the OS does not enable the opmask/ZMM register state "
+           "(" +
+           xcr0() + ")";
+  return "";
+}
+
+Isa detected_isa() {
+  static const Isa detected = detect_isa(read_cpu_id());
+  return detected;
+}
+
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+
+namespace {
+
+// -1 until the level is fixed by select_isa or by the first best_isa().
+std::atomic<int> g_selected_isa{-1};
+
+}  // namespace
+
 Isa best_isa() {
-  static const Isa best = isa_supported(Isa::kAvx512Vnni) ? Isa::kAvx512Vnni
-                          : isa_supported(Isa::kAvx512)   ? Isa::kAvx512
-                          : isa_supported(Isa::kAvx2)     ? Isa::kAvx2
-                                                          : Isa::kScalar;
-  return best;
+  int selected = g_selected_isa.load(std::memory_order_acquire);
+  if (selected < 0) {
+    int expected = -1;
+    g_selected_isa.compare_exchange_strong(expected, static_cast<int>(detected_isa()),
+                                           std::memory_order_acq_rel);
+    selected = g_selected_isa.load(std::memory_order_acquire);
+  }
+  return static_cast<Isa>(selected);
+}
+
+Status select_isa(Isa cap) {
+  if (!isa_supported(cap)) {
+    std::string message = std::string(isa_name(cap)) + " is above what this CPU runs (at most " +
+                          isa_name(detected_isa()) + ")";
+    if (const std::string reason = isa_limit_reason(read_cpu_id()); !reason.empty())
+      message += ": " + reason;
+    return Error{message};
+  }
+  int expected = -1;
+  if (!g_selected_isa.compare_exchange_strong(expected, static_cast<int>(cap),
+                                              std::memory_order_acq_rel)) {
+    LM_CHECK_MSG(expected == static_cast<int>(cap),
+                 "select_isa after the kernels already chose another level");
+  }
+  return {};
 }
 
 const char* isa_name(Isa isa) {
@@ -56,6 +134,13 @@ const char* isa_name(Isa isa) {
       return "avx512-vnni";
   }
   return "?";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  return std::nullopt;
 }
 
 namespace {

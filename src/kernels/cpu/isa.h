@@ -1,17 +1,52 @@
-// Instruction-set variants of the CPU kernels: which ones this machine runs, the best one
-// (chosen once per process), and the table of per-ISA inner loops every kernel dispatches through.
+// Instruction-set variants of the CPU kernels: which ones this machine runs (CPUID and the
+// register state the OS enables), the one this process uses (the best, or a start-time cap), and
+// the table of per-ISA inner loops every kernel dispatches through.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
 
 namespace lm::kernels {
 
 // Each level includes the ones before it. kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots.
 enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
 
+// The CPUID words and XCR0 the decision reads, as plain values (read_cpu_id() on this machine;
+// tests build synthetic ones).
+struct CpuId {
+  uint32_t leaf1_ecx = 0;  // FMA (12), OSXSAVE (27), AVX (28), F16C (29)
+  uint32_t leaf7_ebx = 0;  // AVX2 (5), AVX512F (16), AVX512BW (30), AVX512VL (31)
+  uint32_t leaf7_ecx = 0;  // AVX512_VNNI (11)
+  uint64_t xcr0 = 0;       // XGETBV(0), 0 without OSXSAVE: the register state the OS saves
+};
+
+CpuId read_cpu_id();
+// The best level `id` runs: the CPU must advertise the instructions AND the OS must enable their
+// register state in XCR0 (bits 1-2, SSE/AVX, for AVX2; bits 5-7, opmask/ZMM, for AVX-512), or
+// the first vector instruction faults. A pure function of its argument.
+Isa detect_isa(const CpuId& id);
+// Why `id` stops below a level it advertises (e.g. the OS does not enable the ZMM state), or
+// empty when it does not.
+std::string isa_limit_reason(const CpuId& id);
+
+// This machine: isa <= detect_isa(read_cpu_id()), read once.
 bool isa_supported(Isa isa);
+Isa detected_isa();
+
+// The level the kernels use when not told otherwise: detected_isa(), or the cap given to
+// select_isa. Fixed by its first read (the kernels' defaults, model loading).
 Isa best_isa();
+// Caps best_isa() at `cap` (--cpu-isa): one call at start, before any kernel runs. An error,
+// saying what this CPU runs, when `cap` is above detected_isa().
+Status select_isa(Isa cap);
+
 const char* isa_name(Isa isa);
+// "scalar", "avx2", "avx512", "avx512-vnni" (isa_name's spellings).
+std::optional<Isa> parse_isa(std::string_view name);
 
 // Columns of a gemm_panel panel (one 512-bit register of fp32).
 inline constexpr int64_t kPanelWidth = 16;

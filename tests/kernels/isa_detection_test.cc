@@ -1,0 +1,91 @@
+// The ISA decision as a pure function of CPUID and XCR0 (synthetic values: a VM that advertises
+// AVX-512 while its OS does not enable the ZMM state must get AVX2), the level names, and the
+// start-time cap's refusal of a level above this CPU.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/isa.h"
+
+namespace lm::kernels {
+namespace {
+
+constexpr uint32_t kOsxsave = 1u << 27;
+constexpr uint32_t kAvxFmaF16c = (1u << 28) | (1u << 12) | (1u << 29);
+constexpr uint32_t kAvx2 = 1u << 5;
+constexpr uint32_t kAvx512FBwVl = (1u << 16) | (1u << 30) | (1u << 31);
+constexpr uint32_t kVnni = 1u << 11;
+constexpr uint64_t kXcr0Ymm = 0x7;   // x87, SSE, AVX
+constexpr uint64_t kXcr0Zmm = 0xe7;  // + opmask, ZMM_Hi256, Hi16_ZMM
+
+// A Sapphire Rapids class CPU as CPUID describes it, with the OS state `xcr0`.
+CpuId sapphire_rapids(uint64_t xcr0) {
+  return CpuId{.leaf1_ecx = kOsxsave | kAvxFmaF16c,
+               .leaf7_ebx = kAvx2 | kAvx512FBwVl,
+               .leaf7_ecx = kVnni,
+               .xcr0 = xcr0};
+}
+
+TEST(IsaDetection, EveryLevelWhenTheOsEnablesItsRegisterState) {
+  EXPECT_EQ(detect_isa(sapphire_rapids(kXcr0Zmm)), Isa::kAvx512Vnni);
+  EXPECT_EQ(isa_limit_reason(sapphire_rapids(kXcr0Zmm)), "");
+  CpuId no_vnni = sapphire_rapids(kXcr0Zmm);
+  no_vnni.leaf7_ecx = 0;
+  EXPECT_EQ(detect_isa(no_vnni), Isa::kAvx512);
+  CpuId avx2_only = sapphire_rapids(kXcr0Ymm);
+  avx2_only.leaf7_ebx = kAvx2;
+  avx2_only.leaf7_ecx = 0;
+  EXPECT_EQ(detect_isa(avx2_only), Isa::kAvx2);
+  EXPECT_EQ(isa_limit_reason(avx2_only), "");
+  EXPECT_EQ(detect_isa(CpuId{}), Isa::kScalar);
+}
+
+TEST(IsaDetection, Avx512AdvertisedWithoutZmmStateFallsBackToAvx2) {
+  const CpuId vm = sapphire_rapids(kXcr0Ymm);
+  EXPECT_EQ(detect_isa(vm), Isa::kAvx2);
+  EXPECT_EQ(isa_limit_reason(vm),
+            "the CPU advertises AVX-512 but the OS does not enable the opmask/ZMM register state "
+            "(XCR0 = 0x7)");
+  // Each of the three AVX-512 state bits is needed.
+  for (uint64_t missing : {0x20u, 0x40u, 0x80u})
+    EXPECT_EQ(detect_isa(sapphire_rapids(kXcr0Zmm & ~missing)), Isa::kAvx2) << missing;
+}
+
+TEST(IsaDetection, NoAvxStateOrNoOsxsaveMeansScalar) {
+  EXPECT_EQ(detect_isa(sapphire_rapids(0x3)), Isa::kScalar);  // x87 + SSE only
+  EXPECT_EQ(isa_limit_reason(sapphire_rapids(0x3)),
+            "the CPU advertises AVX2 but the OS does not enable the AVX register state "
+            "(XCR0 = 0x3)");
+  CpuId no_osxsave = sapphire_rapids(kXcr0Zmm);
+  no_osxsave.leaf1_ecx &= ~kOsxsave;  // XCR0 cannot be read: trust nothing above scalar
+  EXPECT_EQ(detect_isa(no_osxsave), Isa::kScalar);
+}
+
+TEST(IsaDetection, Avx2NeedsFmaAndF16cToo) {
+  for (uint32_t missing : {1u << 12, 1u << 29, 1u << 28}) {
+    CpuId id = sapphire_rapids(kXcr0Zmm);
+    id.leaf1_ecx &= ~missing;
+    EXPECT_EQ(detect_isa(id), Isa::kScalar) << missing;
+  }
+}
+
+TEST(IsaDetection, NamesRoundTrip) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni})
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+  EXPECT_EQ(parse_isa("avx512vnni"), std::nullopt);
+  EXPECT_EQ(parse_isa("auto"), std::nullopt);  // the launcher's word for "no cap"
+}
+
+TEST(IsaDetection, ThisMachineAgreesWithTheDecision) {
+  EXPECT_EQ(detected_isa(), detect_isa(read_cpu_id()));
+}
+
+TEST(IsaDetection, CapAboveThisCpuIsAnErrorThatSaysWhatItRuns) {
+  if (detected_isa() == Isa::kAvx512Vnni) GTEST_SKIP() << "this CPU runs every level";
+  const Status s = select_isa(Isa::kAvx512Vnni);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find(std::string("at most ") + isa_name(detected_isa())),
+            std::string::npos)
+      << s.error().message;
+}
+
+}  // namespace
+}  // namespace lm::kernels
