@@ -18,7 +18,9 @@ target_include_directories(xgrammar SYSTEM PUBLIC
   ${LM_XGRAMMAR_SOURCE_DIR}/3rdparty/picojson
   ${LM_XGRAMMAR_SOURCE_DIR}/3rdparty/dlpack/include)
 target_include_directories(xgrammar PRIVATE ${LM_XGRAMMAR_SOURCE_DIR}/cpp)
+# XGRAMMAR_LOG_CUSTOMIZE: its log messages go to src/grammar/xgrammar_log_sink.cc, which turns
+# the warnings of a compile (what XGrammar could not enforce) into a refusal.
 target_compile_definitions(xgrammar PUBLIC XGRAMMAR_ENABLE_CPPTRACE=0
-                                           XGRAMMAR_ENABLE_INTERNAL_CHECK=0)
+                                           XGRAMMAR_ENABLE_INTERNAL_CHECK=0 XGRAMMAR_LOG_CUSTOMIZE=1)
 target_compile_options(xgrammar PRIVATE -O2 -w)
 target_link_libraries(xgrammar PUBLIC Threads::Threads)

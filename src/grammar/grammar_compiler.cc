@@ -4,6 +4,8 @@
 #include <string>
 
 #include "base/check.h"
+#include "grammar/unenforced_keywords.h"
+#include "grammar/xgrammar_log_sink.h"
 #include "grammar/xgrammar_types.h"
 
 namespace lm {
@@ -59,6 +61,14 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const Gr
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile_uncached(
     const GrammarSpec& spec) {
+  // What XGrammar warns about while compiling is a constraint it would not enforce: refused, so
+  // a grammar is enforced whole or not at all (never a silently looser output).
+  if (spec.kind == GrammarKind::kJsonSchema) {
+    if (auto keyword = find_unenforced_keyword(spec.text)) {
+      return Error{"it uses " + *keyword + ", which the grammar engine does not enforce"};
+    }
+  }
+  XGrammarWarningCapture capture;
   try {
     xgrammar::CompiledGrammar compiled = [&] {
       switch (spec.kind) {
@@ -74,6 +84,14 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile_uncached
       }
       LM_CHECK(false);
     }();
+    if (!capture.warnings().empty()) {
+      std::string message = "it cannot be enforced exactly: ";
+      for (size_t i = 0; i < capture.warnings().size(); ++i) {
+        if (i > 0) message += "; ";
+        message += capture.warnings()[i];
+      }
+      return Error{message};
+    }
     return std::make_shared<const CompiledGrammar>(
         std::make_unique<const CompiledGrammar::Impl>(CompiledGrammar::Impl{std::move(compiled)}));
   } catch (const std::exception& e) {

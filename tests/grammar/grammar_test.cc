@@ -108,6 +108,42 @@ TEST_F(SmolLm2Grammar, InvalidGrammarsFailWithXGrammarsMessage) {
   EXPECT_EQ(compiler.num_cached(), 0u);  // failures are not cached
 }
 
+// Fail closed: what XGrammar would accept and then not enforce is refused at compile time, by
+// the keywords it ignores silently or by the warnings it logs while dropping a constraint.
+TEST_F(SmolLm2Grammar, ConstraintsXGrammarWouldNotEnforceAreRefused) {
+  GrammarCompiler compiler(*vocab_);
+  const auto refused = [&](GrammarKind kind, const std::string& text) -> std::string {
+    auto result = compiler.compile({kind, text});
+    return result.ok() ? "" : result.error().message;
+  };
+  EXPECT_EQ(
+      refused(GrammarKind::kJsonSchema,
+              R"({"type":"object","properties":{"tags":{"type":"array","uniqueItems":true}}})"),
+      "it uses `uniqueItems` at /properties/tags, which the grammar engine does not enforce");
+  EXPECT_NE(refused(GrammarKind::kJsonSchema, R"({"not":{"type":"string"}})"), "");
+  EXPECT_NE(
+      refused(GrammarKind::kJsonSchema,
+              R"({"$defs":{"a":{"type":"array","contains":{"const":1}}},"$ref":"#/$defs/a"})"),
+      "");
+  // Dropped with a warning: multipleOf on numbers, lengths beside a pattern, several allOf.
+  EXPECT_NE(
+      refused(GrammarKind::kJsonSchema, R"({"type":"number","multipleOf":0.5})").find("multipleOf"),
+      std::string::npos);
+  EXPECT_NE(
+      refused(GrammarKind::kJsonSchema, R"({"type":"string","pattern":"[a-z]+","maxLength":3})"),
+      "");
+  EXPECT_NE(
+      refused(GrammarKind::kJsonSchema, R"({"allOf":[{"type":"object"},{"required":["a"]}]})"), "");
+  // A regex feature it would ignore: lookahead.
+  EXPECT_NE(refused(GrammarKind::kRegex, "a(?=b)b"), "");
+  // Property names that spell a keyword are names, and what it enforces compiles.
+  EXPECT_EQ(refused(GrammarKind::kJsonSchema,
+                    R"({"type":"object","properties":{"contains":{"type":"string"},)"
+                    R"("not":{"type":"integer","multipleOf":5}}})"),
+            "");
+  EXPECT_EQ(refused(GrammarKind::kRegex, "[a-z]{2,4}-[0-9]+"), "");
+}
+
 TEST_F(SmolLm2Grammar, MatcherWalksAJsonDocument) {
   GrammarCompiler compiler(*vocab_);
   auto grammar = compiler.compile(
