@@ -13,13 +13,12 @@ using nlohmann::json;
 // "dependentRequired", "dependentSchemas"}) for every schema and ({"uniqueItems", "contains",
 // "minContains", "maxContains"}) for arrays, both silent by default.
 constexpr std::array<std::string_view, 10> kIgnored = {
-    "not",         "if",       "then",        "else",        "dependentRequired",
-    "dependentSchemas", "uniqueItems", "contains", "minContains", "maxContains"};
+    "not",         "if",       "then",        "else",       "dependentRequired", "dependentSchemas",
+    "uniqueItems", "contains", "minContains", "maxContains"};
 
 // Keywords whose value is one schema, and those whose value is a map or list of schemas.
 constexpr std::array<std::string_view, 5> kSchemaValued = {
-    "additionalProperties", "items", "propertyNames", "unevaluatedProperties",
-    "additionalItems"};
+    "additionalProperties", "items", "propertyNames", "unevaluatedProperties", "additionalItems"};
 constexpr std::array<std::string_view, 8> kSchemaContainers = {
     "properties", "patternProperties", "$defs", "definitions", "prefixItems", "anyOf", "oneOf",
     "allOf"};

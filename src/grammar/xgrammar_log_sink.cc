@@ -37,7 +37,8 @@ void LogMessageImpl(const std::string& file, int lineno, int level, const std::s
     lm::capture_xgrammar_warning(message);
     return;
   }
-  const std::string text = "XGrammar: " + message + " (" + file + ":" + std::to_string(lineno) + ")";
+  const std::string text =
+      "XGrammar: " + message + " (" + file + ":" + std::to_string(lineno) + ")";
   if (level >= XGRAMMAR_LOG_LEVEL_WARNING) {
     lm::log_warn(text);
   } else {
