@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace lm {
 
@@ -20,6 +22,9 @@ struct SamplingParams {
                                     // OpenAI's presence_penalty to repetition_penalty instead)
   uint64_t seed = 0;                // seeds the per-sequence generator
   int32_t top_n_tokens = 0;         // 0 = no alternatives reported
+  // OpenAI's logit_bias: (token id, bias) pairs added to the raw logits before every processor
+  // (ids in the vocabulary, biases in [-100, 100]: the server checks both).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Whether the next token is drawn at random: do_sample, or any warper set. The one place that
   // decides it: the sampler draws by it, and the server reports a seed only for such requests.

@@ -36,6 +36,10 @@ void Sampler::observe(int32_t id) {
 SampleResult Sampler::sample(std::span<float> logits, std::span<const int32_t> token_bitmask) {
   LM_CHECK(!logits.empty());
   sanitize_scores(logits);
+  for (const auto& [id, bias] : params_.logit_bias) {
+    // An id past the logits (a tokenizer larger than the model's head) has no logit to move.
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] += bias;
+  }
   if (params_.repetition_penalty != 1.0f) {
     apply_repetition_penalty(logits, counts_, params_.repetition_penalty);
   }

@@ -31,7 +31,8 @@ Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens) {
                                     .typical_p = 0.9f,
                                     .repetition_penalty = 1.2f,
                                     .frequency_penalty = 0.1f,
-                                    .top_n_tokens = 20};
+                                    .top_n_tokens = 20,
+                                    .logit_bias = {{0, 0.0f}}};
 
   // The whole prompt in one step, with K/V for exactly this request.
   EngineConfig engine_config;

@@ -57,6 +57,21 @@ TEST(Sampler, GreedyPicksArgmaxWithLowestIdOnTiesAndReportsLogSoftmax) {
   EXPECT_TRUE(r.top_tokens.empty());
 }
 
+TEST(Sampler, LogitBiasMovesRawLogitsBeforeEveryProcessor) {
+  SamplingParams params;
+  params.logit_bias = {{4, 1.5f}, {1, -100.0f}, {99, 100.0f}};  // 99: past the logits, no effect
+  params.top_k = 2;                                             // applies to the biased scores
+  params.top_n_tokens = 2;
+  Sampler sampler(params, {});
+  std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+  const SampleResult r = sampler.sample(logits);
+  // 1: 2.0 - 100; 4: 1.0 + 1.5 = 2.5 now wins over 3's 2.0; top-2 keeps 4 and 3.
+  EXPECT_EQ(r.id, 4);
+  ASSERT_EQ(r.top_tokens.size(), 2u);
+  EXPECT_EQ(r.top_tokens[1].id, 3);
+  EXPECT_NEAR(r.logprob, log_softmax_at({-INFINITY, -INFINITY, -INFINITY, 2.0, 2.5}, 4), 1e-6);
+}
+
 TEST(Sampler, RepetitionPenaltyCoversPromptAndGeneratedIds) {
   SamplingParams params;
   params.repetition_penalty = 2.0f;

@@ -78,6 +78,10 @@ TEST(ParseChatRequest, ShapeErrorsAre422AndSyntaxErrors400) {
   EXPECT_EQ(r.status, 422);
   r = chat_rejection(R"({"messages":[],"stop":[1]})");
   EXPECT_NE(r.body.find("stop[0]"), std::string::npos) << r.body;
+  r = chat_rejection(R"({"messages":[],"logit_bias":[1.0]})");
+  EXPECT_NE(r.body.find("logit_bias: invalid type"), std::string::npos) << r.body;
+  r = chat_rejection(R"({"messages":[],"logit_bias":{"5":"x"}})");
+  EXPECT_NE(r.body.find("logit_bias.5: invalid type"), std::string::npos) << r.body;
 }
 
 TEST(ValidateChatRequest, ClearMessages) {
@@ -98,6 +102,15 @@ TEST(ValidateChatRequest, ClearMessages) {
             "Input validation error: `top_logprobs` must be >= 0 and <= 5. Given: 21");
   EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":3})"),
             "Input validation error: `presence_penalty` must be >= -2.0 and <= 2.0");
+  EXPECT_EQ(
+      check(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"42":-100,"7":3.5}})"),
+      "");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":null})"), "");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"42":101}})"),
+            "Input validation error: `logit_bias` values must be >= -100 and <= 100. Given: "
+            "101.000000 for token 42");
+  EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"a1":1}})"),
+            "Input validation error: `logit_bias` keys must be token ids. Given: \"a1\"");
   EXPECT_EQ(check(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function",
     "function":{"name":"f"}}]})"),
             "");

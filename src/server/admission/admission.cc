@@ -63,6 +63,7 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
   EngineRequest base;
   base.prompt_ids = prompt.ids;
   base.sampling = sampling_params_of(prompt.valid, request.presence_penalty);
+  base.sampling.logit_bias = request.logit_bias;
   base.max_new_tokens =
       clamped_max_new_tokens(prompt.valid, prompt.ids.size(), settings.limits.max_total_tokens);
   // TGI bypasses the prefix cache for requests that ask for prompt logprobs, and computes them
@@ -86,6 +87,13 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
   if (auto error =
           validate_before_permit(request.parameters, state.settings.limits, request.streaming)) {
     return failure(*error);
+  }
+  for (const auto& [id, bias] : request.logit_bias) {
+    if (id >= state.tokenizer->vocab_size()) {
+      return failure(validation_error("`logit_bias` token id " + std::to_string(id) +
+                                      " is not in the vocabulary (size " +
+                                      std::to_string(state.tokenizer->vocab_size()) + ")"));
+    }
   }
   // A chat request is one prompt, the template's rendering, with the template's own ids.
   std::optional<std::vector<int32_t>> chat_ids;

@@ -22,6 +22,9 @@ struct AdmissionRequest {
   bool streaming = false;
   uint64_t n = 1;                 // OpenAI's choices per prompt (TGI's best_of multiplies it)
   float presence_penalty = 0.0f;  // OpenAI's presence penalty (TGI's routes have none)
+  // OpenAI's logit_bias, ids parsed (range of the values checked by the route); admission checks
+  // the ids against the vocabulary.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 }  // namespace lm

@@ -1,5 +1,7 @@
 #include "server/openai/openai_request.h"
 
+#include <charconv>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -312,6 +314,19 @@ ToolChoice read_tool_choice(const Json& choice) {
   return {ToolChoiceKind::kNamed, *name};
 }
 
+// OpenAI's logit_bias: an object of token ids (as strings) to numbers; null or absent is none.
+std::vector<std::pair<std::string, double>> read_logit_bias(const Json& b) {
+  std::vector<std::pair<std::string, double>> out;
+  const Json* bias = member(b, "logit_bias");
+  if (bias == nullptr || bias->is_null()) return out;
+  if (!bias->is_object()) fail_type("logit_bias", *bias, "a map of token ids to biases");
+  for (const auto& [key, value] : bias->items()) {
+    if (!value.is_number()) fail_type("logit_bias." + key, value, "a number");
+    out.emplace_back(key, value.get<double>());
+  }
+  return out;
+}
+
 nlohmann::ordered_json ordered_member(std::string_view body, const char* key) {
   SerdeJsonReader reader(body);
   std::string raw;
@@ -329,6 +344,7 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
     r.messages = read_messages(b);
     r.frequency_penalty = opt_f32(b, "frequency_penalty");
     r.presence_penalty = opt_f32(b, "presence_penalty");
+    r.logit_bias = read_logit_bias(b);
     r.temperature = opt_f32(b, "temperature");
     r.top_p = opt_f32(b, "top_p");
     r.logprobs = opt_bool(b, "logprobs");
@@ -371,6 +387,7 @@ std::variant<CompletionRequest, BodyRejection> parse_completion_request(std::str
     r.repetition_penalty = opt_f32(b, "repetition_penalty");
     r.frequency_penalty = opt_f32(b, "frequency_penalty");
     r.presence_penalty = opt_f32(b, "presence_penalty");
+    r.logit_bias = read_logit_bias(b);
     r.stop = string_or_list(b, "stop");
     r.stream = opt_bool(b, "stream");
     r.seed = opt_u64(b, "seed", "u64");
@@ -413,6 +430,23 @@ std::optional<ApiError> check_top_n(const std::optional<uint32_t>& value, const 
   return std::nullopt;
 }
 
+// Each key a token id (a decimal integer >= 0), each bias in [-100, 100] as OpenAI documents.
+std::optional<ApiError> check_logit_bias(const std::vector<std::pair<std::string, double>>& bias) {
+  for (const auto& [key, value] : bias) {
+    const bool digits =
+        !key.empty() && key.size() <= 9 &&
+        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      return validation_error("`logit_bias` keys must be token ids. Given: " + json_string(key));
+    }
+    if (!(value >= -100.0 && value <= 100.0)) {
+      return validation_error("`logit_bias` values must be >= -100 and <= 100. Given: " +
+                              std::to_string(value) + " for token " + key);
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> check_penalty(const std::optional<float>& value, const char* name) {
   if (value && !(*value >= -2.0f && *value <= 2.0f)) {
     return validation_error(std::string("`") + name + "` must be >= -2.0 and <= 2.0");
@@ -441,6 +475,7 @@ std::optional<ApiError> validate_chat_request(const ChatRequest& request,
   }
   if (auto e = check_n(request.n, max_n)) return e;
   if (auto e = check_top_n(request.top_logprobs, "top_logprobs", limits)) return e;
+  if (auto e = check_logit_bias(request.logit_bias)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
 
@@ -454,6 +489,7 @@ std::optional<ApiError> validate_completion_request(const CompletionRequest& req
   if (request.prompts.size() > max_prompts) return batch_size_exceeded_error(max_prompts);
   if (auto e = check_n(request.n, max_n)) return e;
   if (auto e = check_top_n(request.logprobs, "logprobs", limits)) return e;
+  if (auto e = check_logit_bias(request.logit_bias)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
 
@@ -492,6 +528,12 @@ AdmissionRequest shared_admission_request(const OpenAiRequest& request,
   // once a token occurred). TGI maps it to repetition_penalty = presence_penalty + 2, which turns
   // OpenAI's default 0 into a strong repetition penalty and -2 into an error: a plain bug.
   out.presence_penalty = request.presence_penalty.value_or(0.0f);
+  // Checked by validate_*_request: decimal ids that fit an int32, biases in [-100, 100].
+  for (const auto& [key, value] : request.logit_bias) {
+    int32_t id = 0;
+    if (std::from_chars(key.data(), key.data() + key.size(), id).ec == std::errc())
+      out.logit_bias.emplace_back(id, static_cast<float>(value));
+  }
   return out;
 }
 

@@ -24,6 +24,8 @@ struct ChatRequest {
   std::vector<ChatMessage> messages;
   std::optional<float> frequency_penalty;
   std::optional<float> presence_penalty;
+  // logit_bias: {"token id": bias}; kept as given, checked by validate_*_request.
+  std::vector<std::pair<std::string, double>> logit_bias;
   std::optional<float> temperature;
   std::optional<float> top_p;
   bool logprobs = false;
@@ -55,6 +57,8 @@ struct CompletionRequest {
   std::optional<float> repetition_penalty;
   std::optional<float> frequency_penalty;
   std::optional<float> presence_penalty;
+  // logit_bias: {"token id": bias}; kept as given, checked by validate_*_request.
+  std::vector<std::pair<std::string, double>> logit_bias;
   std::vector<std::string> stop;
   bool stream = false;
   std::optional<uint64_t> seed;
