@@ -100,6 +100,7 @@ class OpenAiChoiceSink : public TokenSink {
   Options options_;
   std::vector<ChatTokenLogprob> chat_logprobs_;
   CompletionLogprobs completion_logprobs_;
+  InterTokenTimer inter_token_;
   bool echo_sent_ = false;
   bool done_ = false;
 };
