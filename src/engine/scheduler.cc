@@ -189,7 +189,11 @@ ScheduledBatch Scheduler::schedule() {
     shape.add(seq.num_computed_tokens, n, prefill);
     batch.sequences.push_back(entry(seq, n));
   }
-  const bool capped = latency_aware && shape.num_decode_rows > 0;
+  // NOTE: the target binds whenever the step serves more than one sequence: a decode, or a
+  // newcomer beside a running prompt (its first token is as latency-bound as a decode's next).
+  // A lone prompt takes the whole budget.
+  const bool capped =
+      latency_aware && (shape.num_decode_rows > 0 || batch.sequences.size() + waiting_.size() > 1);
   // NOTE: no admission in a step that had to preempt: blocks are short, and a preempted sequence
   // re-admitted at once would likely be preempted again next step.
   while (!preempted && !waiting_.empty() && prefill_budget > 0) {

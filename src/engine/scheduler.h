@@ -70,9 +70,10 @@ class Scheduler {
   //     min_prefill_chunk_tokens, later ones stop admission when that much no longer fits;
   //  3. the prefilling running sequences of round 1 extend their chunks, oldest first, with
   //     what the target (and free blocks, without preempting) still allows.
-  // The target binds only when the step holds a decoding sequence; otherwise rounds 2 and 3 share
-  // the whole prefill budget. Decodes are never skipped, a prompt arriving behind a long one
-  // joins the next step, and every prefilling sequence progresses every step.
+  // The target binds when the step serves more than one sequence (one decodes, or several
+  // running or waiting prompts); a lone prompt takes the whole prefill budget. Decodes are never
+  // skipped, a prompt arriving behind a long one joins the next step, and every prefilling
+  // sequence progresses every step.
   // max_batch_prefill_tokens bounds the step's prompt tokens in every case.
   ScheduledBatch schedule();
 

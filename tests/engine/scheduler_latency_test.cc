@@ -1,8 +1,8 @@
 // Scheduler under --max-step-latency-ms, with a fixed cost model (1 ms per prompt token, 1 ms per
 // decoding row): prompt chunks sized so the predicted step stays within the target, decodes never
 // skipped, a short prompt arriving behind a long one admitted in the next step, the long one
-// progressing every step to the end, the prefill budget a hard cap, the whole budget when nothing
-// decodes, a floor chunk when the decodes alone fill the target, and 0 keeping today's batches.
+// progressing every step to the end, the prefill budget a hard cap, the whole budget for a lone
+// prompt, a floor chunk when the decodes alone fill the target, and 0 keeping today's batches.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -103,13 +103,25 @@ TEST(SchedulerLatency, AShortPromptBehindALongOneJoinsTheNextStepAndBothFinish) 
   EXPECT_EQ(scheduler.num_waiting(), 0);
 }
 
-TEST(SchedulerLatency, WithNothingDecodingAPromptTakesTheWholeBudget) {
+TEST(SchedulerLatency, ALonePromptTakesTheWholeBudgetANewcomerCapsTheStep) {
   Scheduler scheduler = latency_scheduler(/*target_ms=*/10, /*prefill_tokens=*/64);
   scheduler.add(request(100, 1), nullptr);
   EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 0, 64, false}}));
-  // A prompt arriving now still joins the next step: the running one keeps its floor first.
-  scheduler.add(request(8, 1, 300), nullptr);
-  EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 64, 36, true}, {1, 0, 8, true}}));
+  // A prompt arriving now joins the next step, and the step keeps within the target although
+  // nothing decodes yet: the newcomer's first token is as urgent as a decode.
+  scheduler.add(request(5, 1, 300), nullptr);
+  EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 64, 5, false}, {1, 0, 5, true}}));
+  // Alone again: the whole budget.
+  EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 69, 31, true}}));
+}
+
+TEST(SchedulerLatency, PromptsArrivingTogetherShareTheTargetEvenWithNothingDecoding) {
+  Scheduler scheduler = latency_scheduler(/*target_ms=*/10, /*prefill_tokens=*/64);
+  scheduler.add(request(30, 1), nullptr);
+  scheduler.add(request(30, 1, 300), nullptr);
+  // The first gets the 10 ms; the second no longer fits its floor and waits a step.
+  EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 0, 10, false}}));
+  EXPECT_EQ(step(scheduler).first, (std::vector<Entry>{{0, 10, 4, false}, {1, 0, 6, false}}));
 }
 
 TEST(SchedulerLatency, DecodesFillingTheTargetStillLeaveEachPromptAFloorChunk) {
