@@ -13,6 +13,11 @@ bench/results/issue26_mixed_load.json. Not part of `make test`.
 
   .venv/bin/python scripts/bench/mixed_load.py [--rounds 1] [--long-sizes 2000 4000]
       [--llama-server PATH]  (a llama-server binary; scripts/bench/build_llama_cpp.sh builds one)
+
+On a machine that advertises AMX but whose OS refuses it, a native llama.cpp build dies with
+SIGILL: build llama-server with GGML_NATIVE=OFF, AVX-512/VNNI/BF16 on and AMX off, and pass it
+with --llama-server (bench/results/issue26_mixed_load.json was measured so, -np 6, -c 6 x the
+longest prompt + 400).
 """
 import argparse
 import http.client
