@@ -51,6 +51,7 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   if (a.usage_stats != "on" && a.usage_stats != "off" && a.usage_stats != "no-stack") {
     return invalid("`usage_stats` must be one of on, off, no-stack");
   }
+  if (a.max_step_latency_ms < 0) return invalid("`max_step_latency_ms` must be >= 0");
   if (!(a.kv_cache_memory_fraction > 0 && a.kv_cache_memory_fraction <= 1)) {
     return invalid("`kv_cache_memory_fraction` must be in (0, 1]");
   }

@@ -178,6 +178,11 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("KV_BLOCK_SIZE")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}))
       ->capture_default_str();
+  app.add_option("--max-step-latency-ms", a.max_step_latency_ms,
+                 "While sequences decode, prefill long prompts in chunks that keep each step "
+                 "within this many milliseconds (0: whole prefill budget per step)")
+      ->envname("MAX_STEP_LATENCY_MS")
+      ->capture_default_str();
   app.add_option("--int8-activations", a.int8_activations,
                  "Quantize activations to int8 for GGML block-format weights (Q4_0 ... Q6_K), as "
                  "llama.cpp does (true/false; false: fp32 activations, transformers' numerics)")

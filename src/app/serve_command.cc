@@ -164,6 +164,7 @@ int run_server(const LauncherArgs& args) {
   engine_config.eos_token_ids = config.eos_token_ids;
   engine_config.block_size = args.kv_block_size;
   engine_config.prefix_caching = args.prefix_caching;
+  engine_config.max_step_latency_ms = args.max_step_latency_ms;
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);
   plan.prefix_caching = engine_config.prefix_caching;

@@ -102,12 +102,15 @@ void Engine::run() {
 void Engine::step() {
   ++total_steps_;
   drop_cancelled();
+  StepTimer step_timer;
   ScheduledBatch batch = scheduler_.schedule();
   publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
   if (batch.empty()) return;          // everything left was cancelled
   notify_admitted(batch);
   StepStats stats = count_step(batch);  // before update advances the sequences
   compute(batch, stats);
+  stats.step_seconds = step_timer.lap();
+  if (!stats.failed) scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);
   // After the step, never inside it; before the stats show it done, so that a /metrics that
   // shows an idle engine holds every step's metrics.
   if (observer_) observer_(stats);

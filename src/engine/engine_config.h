@@ -23,6 +23,14 @@ struct EngineConfig {
   int64_t num_blocks = 0;
   // Reuse the K/V of full blocks whose token prefix an earlier sequence computed (spec §5.5).
   bool prefix_caching = true;
+  // The inter-token latency target (ours, --max-step-latency-ms): when a step serves more than
+  // one sequence, it takes only the prompt tokens its predicted time (StepCostModel) leaves room
+  // for, and a prompt arriving behind a long one is admitted in the next step. 0: prompts take
+  // the whole prefill budget in FIFO order (TGI's behaviour).
+  int64_t max_step_latency_ms = 0;
+  // The smallest prompt chunk a step gives a prefilling sequence under the latency target, so
+  // that prompts progress even when the decodes alone fill the target.
+  int64_t min_prefill_chunk_tokens = 16;
   // A generated id in this list finishes its sequence (unless the request ignores EOS).
   std::vector<int32_t> eos_token_ids;
 };

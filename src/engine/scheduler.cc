@@ -133,17 +133,46 @@ ScheduledSequence Scheduler::entry(const Sequence& seq, int64_t num_tokens) cons
   };
 }
 
+int64_t Scheduler::fit_chunk(const StepShape& shape, int64_t first_position,
+                             int64_t max_tokens) const {
+  // (A relative epsilon so that a step predicted at exactly the target, up to rounding, fits.)
+  const double target_seconds =
+      static_cast<double>(config_.max_step_latency_ms) / 1000.0 * (1 + 1e-9);
+  auto fits = [&](int64_t n) {
+    StepShape with = shape;
+    with.add(first_position, n, /*prefill=*/true);
+    return cost_model_.predict_seconds(with) <= target_seconds;
+  };
+  // The predicted time grows with n: the largest n in [0, max_tokens] that fits.
+  int64_t lo = 0;
+  int64_t hi = std::max<int64_t>(max_tokens, 0);
+  if (!fits(lo)) return 0;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 ScheduledBatch Scheduler::schedule() {
   ScheduledBatch batch;
+  StepShape shape;  // of the batch so far, for the latency target
+  const bool latency_aware = config_.max_step_latency_ms > 0;
   int64_t prefill_budget = config_.max_batch_prefill_tokens;
   std::unordered_set<uint64_t> pending;  // keys of the full blocks this step computes
+  std::vector<std::pair<size_t, Sequence*>> prefilling;  // (batch index, sequence) of round 1
   bool preempted = false;
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
     const bool prefill = seq.needs_prefill();
-    const int64_t n = prefill ? std::min(seq.num_tokens() - seq.num_computed_tokens,
-                                         chunk_limit(seq, prefill_budget))
-                              : 1;  // a decoding sequence has only its newest token left
+    int64_t n = prefill ? std::min(seq.num_tokens() - seq.num_computed_tokens,
+                                   chunk_limit(seq, prefill_budget))
+                        : 1;  // a decoding sequence has only its newest token left
+    if (prefill && latency_aware) n = std::min(n, config_.min_prefill_chunk_tokens);
     if (n == 0) continue;
     const int64_t end = seq.num_computed_tokens + n;
     const int64_t num_new_blocks = num_blocks_for(end) - size_of(seq.block_table);
@@ -160,10 +189,19 @@ ScheduledBatch Scheduler::schedule() {
       break;
     }
     grow(seq, end);
-    if (prefill) prefill_budget -= n;
+    if (prefill) {
+      prefill_budget -= n;
+      prefilling.emplace_back(batch.sequences.size(), &seq);
+    }
     hash_blocks(seq, end, pending);
+    shape.add(seq.num_computed_tokens, n, prefill);
     batch.sequences.push_back(entry(seq, n));
   }
+  // NOTE: the target binds whenever the step serves more than one sequence: a decode, or a
+  // newcomer beside a running prompt (its first token is as latency-bound as a decode's next).
+  // A lone prompt takes the whole budget.
+  const bool capped =
+      latency_aware && (shape.num_decode_rows > 0 || batch.sequences.size() + waiting_.size() > 1);
   // NOTE: no admission in a step that had to preempt: blocks are short, and a preempted sequence
   // re-admitted at once would likely be preempted again next step.
   while (!preempted && !waiting_.empty() && prefill_budget > 0) {
@@ -176,8 +214,13 @@ ScheduledBatch Scheduler::schedule() {
     // between entries of a batch.
     if (match.next_hash && pending.contains(*match.next_hash)) break;
     const int64_t num_cached_tokens = size_of(match.block_ids) * config_.block_size;
-    const int64_t n =
-        std::min(seq.num_tokens() - num_cached_tokens, chunk_limit(seq, prefill_budget));
+    int64_t n = std::min(seq.num_tokens() - num_cached_tokens, chunk_limit(seq, prefill_budget));
+    if (capped) {
+      const int64_t floor = std::min(n, config_.min_prefill_chunk_tokens);
+      const int64_t fit = fit_chunk(shape, num_cached_tokens, n);
+      if (fit < floor && batch.num_admitted > 0) break;
+      n = std::max(fit, floor);
+    }
     const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);
     const auto num_revived = static_cast<int64_t>(std::ranges::count_if(
         match.block_ids, [&](int32_t id) { return block_manager_.is_evictable(id); }));
@@ -199,8 +242,28 @@ ScheduledBatch Scheduler::schedule() {
     grow(seq, num_cached_tokens + n);
     prefill_budget -= n;
     hash_blocks(seq, num_cached_tokens + n, pending);
+    shape.add(num_cached_tokens, n, /*prefill=*/true);
     batch.sequences.push_back(entry(seq, n));
     ++batch.num_admitted;
+  }
+  // Round 3 (latency target only): the running prompts' chunks grow into what is left.
+  for (auto& [idx, seq] : prefilling) {
+    if (!latency_aware) break;
+    const int64_t current = batch.sequences[idx].num_tokens;
+    const int64_t end = seq->num_computed_tokens + current;
+    int64_t extra =
+        std::min(seq->num_tokens() - end, chunk_limit(*seq, current + prefill_budget) - current);
+    if (capped) extra = fit_chunk(shape, end, extra);
+    // Into the blocks free now: round 3 never preempts.
+    const int64_t capacity =
+        (size_of(seq->block_table) + block_manager_.num_free_blocks()) * config_.block_size - end;
+    extra = std::min(extra, capacity);
+    if (extra <= 0) continue;
+    grow(*seq, end + extra);
+    prefill_budget -= extra;
+    hash_blocks(*seq, end + extra, pending);
+    shape.add(end, extra, /*prefill=*/true);
+    batch.sequences[idx] = entry(*seq, end + extra - seq->num_computed_tokens);
   }
   return batch;
 }

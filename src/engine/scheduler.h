@@ -20,6 +20,7 @@
 #include "engine/sampled_token.h"
 #include "engine/scheduled_batch.h"
 #include "engine/sequence.h"
+#include "engine/step_cost_model.h"
 #include "engine/token_sink.h"
 
 namespace lm {
@@ -61,6 +62,19 @@ class Scheduler {
   // cached prefix; the first that does not fit stops admission (head-of-line blocking, no
   // skipping ahead). A prompt longer than the prefill budget left is admitted with a chunk of it
   // (TGI's chunked prefill); the rest follows in later steps.
+  //
+  // With max_step_latency_ms > 0 the prompt tokens are shared out in three rounds:
+  //  1. running sequences as above, but a prefilling one takes only min_prefill_chunk_tokens;
+  //  2. waiting sequences in FIFO order, each taking the largest chunk that keeps the step's
+  //     predicted time (cost_model()) within the target; the first one admitted gets at least
+  //     min_prefill_chunk_tokens, later ones stop admission when that much no longer fits;
+  //  3. the prefilling running sequences of round 1 extend their chunks, oldest first, with
+  //     what the target (and free blocks, without preempting) still allows.
+  // The target binds when the step serves more than one sequence (one decodes, or several
+  // running or waiting prompts); a lone prompt takes the whole prefill budget. Decodes are never
+  // skipped, a prompt arriving behind a long one joins the next step, and every prefilling
+  // sequence progresses every step.
+  // max_batch_prefill_tokens bounds the step's prompt tokens in every case.
   ScheduledBatch schedule();
 
   // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, appends
@@ -91,6 +105,10 @@ class Scheduler {
   int64_t prefix_cache_hit_tokens() const { return prefix_cache_hit_tokens_; }
   int64_t num_preemptions() const { return num_preemptions_; }
 
+  // Predicts step times for max_step_latency_ms; the Engine feeds it each measured step.
+  StepCostModel& cost_model() { return cost_model_; }
+  const StepCostModel& cost_model() const { return cost_model_; }
+
  private:
   // The longest run of cached full blocks at the start of a sequence's tokens, leaving at least
   // its last token to compute, and the key of the first full block after it that missed.
@@ -110,11 +128,15 @@ class Scheduler {
   void free_blocks(Sequence& seq);
   void preempt_newest();
   ScheduledSequence entry(const Sequence& seq, int64_t num_tokens) const;
+  // The most prompt tokens (up to max_tokens) an entry starting at first_position can add to a
+  // step of `shape` with the predicted time within max_step_latency_ms; 0 when none fits.
+  int64_t fit_chunk(const StepShape& shape, int64_t first_position, int64_t max_tokens) const;
   Sequence* find_running(int64_t seq_id);
   bool is_eos(int32_t id) const;
 
   EngineConfig config_;
   BlockManager block_manager_;
+  StepCostModel cost_model_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   int64_t num_reserved_tokens_ = 0;

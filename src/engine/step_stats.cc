@@ -6,13 +6,21 @@ StepStats count_step(const ScheduledBatch& batch) {
   StepStats stats;
   stats.num_sequences = static_cast<int64_t>(batch.sequences.size());
   stats.num_admitted = batch.num_admitted;
+  StepShape shape;
   for (const ScheduledSequence& entry : batch.sequences) {
     // The scheduler's own rule, read before update moves num_computed_tokens.
-    (entry.sequence->needs_prefill() ? stats.num_prefill_tokens : stats.num_decode_tokens) +=
-        entry.num_tokens;
+    shape.add(entry.first_position, entry.num_tokens, entry.sequence->needs_prefill());
   }
+  stats.num_prefill_tokens = shape.num_prefill_tokens;
+  stats.num_decode_tokens = shape.num_decode_rows;
+  stats.num_attended_tokens = shape.num_attended_tokens;
   stats.num_samples = batch.num_samples();
   return stats;
+}
+
+const char* StepStats::kind() const {
+  if (num_prefill_tokens > 0 && num_decode_tokens > 0) return "mixed";
+  return num_prefill_tokens > 0 ? "prefill" : "decode";
 }
 
 }  // namespace lm

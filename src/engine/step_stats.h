@@ -8,6 +8,7 @@
 
 #include "engine/executor.h"
 #include "engine/scheduled_batch.h"
+#include "engine/step_cost_model.h"
 
 namespace lm {
 
@@ -19,13 +20,26 @@ struct StepStats {
   int64_t num_prefill_tokens = 0;
   int64_t num_decode_tokens = 0;
   int64_t num_samples = 0;  // entries that sampled a token
-  bool failed = false;      // the executor failed, and with it every sequence of the batch
+  // Key positions the step's tokens attend to (StepShape), for the step cost model.
+  int64_t num_attended_tokens = 0;
+  bool failed = false;  // the executor failed, and with it every sequence of the batch
   // Seconds: Executor::execute as a whole and as the executor split it, Scheduler::update
   // (finish rules, blocks freed) and the delivery of tokens to sinks (stopped ones removed).
   double execute_seconds = 0;
   ExecuteTimings executor;
   double update_seconds = 0;
   double deliver_seconds = 0;
+  // The whole step, from scheduling to the last token delivered: what a running stream waits
+  // between two tokens, and what the step cost model is fitted to.
+  double step_seconds = 0;
+
+  StepShape shape() const {
+    return {.num_prefill_tokens = num_prefill_tokens,
+            .num_decode_rows = num_decode_tokens,
+            .num_attended_tokens = num_attended_tokens};
+  }
+  // "prefill" (only prompt chunks), "decode" (only newest tokens) or "mixed".
+  const char* kind() const;
 };
 
 // The counts of a batch; call it before Scheduler::update advances its sequences.

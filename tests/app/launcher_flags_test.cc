@@ -52,6 +52,26 @@ TEST(LauncherFlags, DeviceDefaultsToAutoAndTakesFlagOrEnvironment) {
   EXPECT_EQ(*e.max_batch_size, 4);
 }
 
+TEST(LauncherFlags, MaxStepLatencyDefaultsTo200MsAndTakesFlagOrEnvironment) {
+  unsetenv("MAX_STEP_LATENCY_MS");
+  LauncherArgs a;
+  EXPECT_EQ(parse({}, a), "");
+  EXPECT_EQ(a.max_step_latency_ms, 200);
+  setenv("MAX_STEP_LATENCY_MS", "0", 1);
+  LauncherArgs b;
+  EXPECT_EQ(parse({}, b), "");
+  EXPECT_EQ(b.max_step_latency_ms, 0);  // today's behaviour
+  LauncherArgs c;
+  EXPECT_EQ(parse({"--max-step-latency-ms", "75"}, c), "");
+  EXPECT_EQ(c.max_step_latency_ms, 75);
+  unsetenv("MAX_STEP_LATENCY_MS");
+  LauncherArgs d;
+  EXPECT_EQ(parse({"--max-step-latency-ms", "-1"}, d), "");
+  const auto checked = check_launcher_args(d);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.error().message.find("`max_step_latency_ms` must be >= 0"), std::string::npos);
+}
+
 TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
   std::string note;
   auto cpu = resolve_device("cpu", false, 0, note);

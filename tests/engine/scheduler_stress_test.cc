@@ -86,8 +86,9 @@ struct Totals {
   int64_t cancelled = 0;
 };
 
-void run_seed(uint32_t seed, bool prefix_caching, Totals& totals) {
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << " prefix_caching " << prefix_caching);
+void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_target = false) {
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << " prefix_caching " << prefix_caching
+                                    << " latency_target " << latency_target);
   std::mt19937 rng(seed);
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -100,7 +101,18 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals) {
   config.max_batch_total_tokens = 1000;
   config.eos_token_ids = {kEos};
   config.prefix_caching = prefix_caching;
+  if (latency_target) {
+    config.max_step_latency_ms = uniform(1, 40);
+    config.min_prefill_chunk_tokens = uniform(1, 8);
+  }
   Scheduler scheduler(config);
+  if (latency_target) {
+    scheduler.cost_model() =
+        StepCostModel::fixed({.intercept = 0.001 * static_cast<double>(uniform(0, 5)),
+                              .per_prefill_token = 0.001 * static_cast<double>(uniform(1, 4)),
+                              .per_decode_row = 0.001 * static_cast<double>(uniform(1, 8)),
+                              .per_attended_token = 1e-5 * static_cast<double>(uniform(0, 3))});
+  }
   PagedFakeExecutor executor(config.num_blocks, config.block_size);
 
   // Prompts start with one of a few shared prefixes so the cache has something to find.
@@ -172,6 +184,19 @@ TEST(SchedulerStress, RandomLoadMatchesEachRequestRunAlone) {
     run_seed(seed, /*prefix_caching=*/false, totals);
   }
   // The load really exercised what it is meant to.
+  EXPECT_GT(totals.preemptions, 100);
+  EXPECT_GT(totals.hit_tokens, 1000);
+  EXPECT_GT(totals.cancelled, 50);
+}
+
+// The same load with --max-step-latency-ms: prompt chunks sized by a cost model, prompts admitted
+// beside running ones; every request still ends with exactly its tokens when run alone.
+TEST(SchedulerStress, RandomLoadUnderALatencyTargetMatchesEachRequestRunAlone) {
+  Totals totals;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    run_seed(seed, /*prefix_caching=*/true, totals, /*latency_target=*/true);
+    run_seed(seed, /*prefix_caching=*/false, totals, /*latency_target=*/true);
+  }
   EXPECT_GT(totals.preemptions, 100);
   EXPECT_GT(totals.hit_tokens, 1000);
   EXPECT_GT(totals.cancelled, 50);

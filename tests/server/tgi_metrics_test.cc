@@ -195,6 +195,41 @@ TEST_F(TgiMetrics, EngineStatsFeedTgisGaugesAndTheGatewayApis) {
   EXPECT_TRUE(has_line(text, "vllm:kv_cache_usage_perc 0.25"));
 }
 
+TEST_F(TgiMetrics, StepDurationsAreSplitByWhatTheStepComputed) {
+  StepStats prefill = prefill_step();
+  prefill.step_seconds = 0x1p-6;
+  StepStats mixed = mixed_step();
+  mixed.step_seconds = 0x1p-5;
+  StepStats decode = chunk_step();
+  decode.num_prefill_tokens = 0;
+  decode.step_seconds = 0x1p-8;
+  EXPECT_STREQ(prefill.kind(), "prefill");
+  EXPECT_STREQ(mixed.kind(), "mixed");
+  EXPECT_STREQ(chunk_step().kind(), "mixed");
+  EXPECT_STREQ(decode.kind(), "decode");
+  record_step(m, prefill);
+  record_step(m, mixed);
+  record_step(m, mixed);
+  record_step(m, decode);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "lm_step_duration_seconds_count{kind=\"prefill\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "lm_step_duration_seconds_count{kind=\"mixed\"} 2"));
+  EXPECT_TRUE(has_line(text, "lm_step_duration_seconds_sum{kind=\"mixed\"} 0.0625"));
+  EXPECT_TRUE(has_line(text, "lm_step_duration_seconds_sum{kind=\"decode\"} 0.00390625"));
+  EXPECT_EQ(count_lines(text, "lm_step_duration_seconds_bucket{kind=\"decode\",le="), 36);
+}
+
+TEST_F(TgiMetrics, InterTokenLatencyIsObservedFromTheSecondTokenOn) {
+  InterTokenTimer timer;
+  timer.on_token(m);
+  EXPECT_EQ(m.render().find("lm_request_inter_token_latency_seconds"), std::string::npos);
+  timer.on_token(m);
+  timer.on_token(m);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "lm_request_inter_token_latency_seconds_count 2")) << text;
+  EXPECT_EQ(count_lines(text, "lm_request_inter_token_latency_seconds_bucket{le="), 36);
+}
+
 TEST_F(TgiMetrics, EveryBatchFamilyNameIsServed) {
   record_step(m, prefill_step());
   record_step(m, mixed_step());

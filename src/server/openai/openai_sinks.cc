@@ -120,6 +120,7 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   if (done_) return false;
   const size_t offset_before = options_.echo.size() + filter_.released().size();
   SequenceText::Step step = text_.add(event);
+  inter_token_.on_token(call_->state().metrics);
   if (text_.num_generated() == 1) call_->first_token();
   // Special tokens (the EOS) show as "" and never take part in stop strings.
   StopTextFilter::Output out = filter_.push(step.token.special ? "" : step.token.text);

@@ -107,6 +107,7 @@ class OpenAiChoiceSink : public TokenSink {
   std::vector<ChatTokenLogprob> chat_logprobs_;
   CompletionLogprobs completion_logprobs_;
   ToolCallStream tool_stream_;
+  InterTokenTimer inter_token_;
   bool echo_sent_ = false;
   bool done_ = false;
 };

@@ -40,6 +40,10 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
     {"tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache"},
     {"tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens"},
     {"tgi_request_preemptions", "Sequences preempted (recomputed later) for lack of KV blocks"},
+    {"lm_step_duration_seconds",
+     "Engine step duration, scheduling to delivery, by what the step computed (prefill: only "
+     "prompt chunks, decode: only new tokens, mixed: both)"},
+    {"lm_request_inter_token_latency_seconds", "Time between consecutive tokens of a request"},
     // The Gateway API Inference Extension's defaults (vLLM's names and help texts).
     {"vllm:num_requests_waiting", "Number of requests waiting to be processed."},
     {"vllm:num_requests_running", "Number of requests in model execution batches."},
@@ -57,7 +61,8 @@ void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_tota
        {"tgi_request_duration", "tgi_request_validation_duration", "tgi_request_queue_duration",
         "tgi_request_inference_duration", "tgi_request_mean_time_per_token_duration",
         "tgi_batch_inference_duration", "tgi_batch_forward_duration", "tgi_batch_decode_duration",
-        "tgi_batch_filter_duration", "tgi_batch_concat_duration"}) {
+        "tgi_batch_filter_duration", "tgi_batch_concat_duration", "lm_step_duration_seconds",
+        "lm_request_inter_token_latency_seconds"}) {
     m.set_buckets(name, Metrics::duration_buckets());
   }
   m.set_buckets("tgi_request_input_length",
@@ -100,8 +105,18 @@ void record_step(Metrics& m, const StepStats& s) {
     m.observe("tgi_batch_concat_duration", s.executor.prepare_seconds, "method=\"decode\"");
   }
   m.increment("tgi_batch_inference_success", method);
+  m.observe("lm_step_duration_seconds", s.step_seconds, std::string("kind=\"") + s.kind() + "\"");
   // One token per sampled sequence: no speculation, so never a skipped (extra) token.
   m.observe("tgi_request_skipped_tokens", 0, "", static_cast<uint64_t>(s.num_samples));
+}
+
+void InterTokenTimer::on_token(Metrics& metrics) {
+  const auto now = std::chrono::steady_clock::now();
+  if (last_) {
+    metrics.observe("lm_request_inter_token_latency_seconds",
+                    std::chrono::duration<double>(now - *last_).count());
+  }
+  last_ = now;
 }
 
 void publish_engine_stats(Metrics& m, const EngineStats& stats) {

@@ -3,7 +3,9 @@
 // gauges read from EngineStats when /metrics is scraped (TGI's, ours, the Gateway API's).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "engine/engine.h"
 #include "engine/step_stats.h"
@@ -20,8 +22,20 @@ void register_tgi_metrics(Metrics& metrics, int64_t max_input_tokens, int64_t ma
 // chunks of a long prompt included). So: "prefill" iff the step admitted a sequence.
 const char* tgi_step_method(const StepStats& stats);
 
-// The tgi_batch_* family (and tgi_request_skipped_tokens) for one engine step; a StepObserver.
+// The tgi_batch_* family (and tgi_request_skipped_tokens) for one engine step, and our
+// lm_step_duration_seconds{kind="prefill"|"decode"|"mixed"}; a StepObserver.
 void record_step(Metrics& metrics, const StepStats& stats);
+
+// A request's time between consecutive tokens, observed into our
+// lm_request_inter_token_latency_seconds (TGI has only the mean per request). One per generated
+// sequence; its sink calls on_token for every token.
+class InterTokenTimer {
+ public:
+  void on_token(Metrics& metrics);
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> last_;
+};
 
 // Gauges and counters the engine keeps: TGI's queue and batch gauges, our KV and prefix cache
 // figures, and the gauges the Gateway API Inference Extension's endpoint picker reads by default

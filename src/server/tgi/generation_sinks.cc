@@ -77,6 +77,7 @@ void StreamSink::on_scheduled() { clock_.mark_scheduled(); }
 
 bool StreamSink::on_token(const TokenEvent& event) {
   SequenceText::Step step = text_.add(event);
+  inter_token_.on_token(state_.metrics);
   if (text_.num_generated() == 1) clock_.mark_first_token();
   StreamTokenEvent sse;
   sse.index = text_.num_generated();
@@ -128,6 +129,7 @@ void CollectingSink::on_scheduled() {
 
 bool CollectingSink::on_token(const TokenEvent& event) {
   SequenceText::Step step = text_.add(event);
+  inter_token_.on_token(state_.metrics);
   if (!first_token_) first_token_ = Clock::now();
   if (!step.finish_reason) return true;
   done_ = true;

@@ -10,6 +10,7 @@
 
 #include "engine/token_sink.h"
 #include "server/state/server_state.h"
+#include "server/state/tgi_metrics.h"
 #include "server/text/sequence_text.h"
 #include "server/tgi/generate_response.h"
 #include "server/tracing/request_trace.h"
@@ -77,6 +78,7 @@ class StreamSink : public TokenSink {
   bool details_;
   std::optional<uint64_t> seed_;
   std::shared_ptr<ConcurrencyPermit> permit_;
+  InterTokenTimer inter_token_;
   bool done_ = false;
 };
 
@@ -108,6 +110,7 @@ class CollectingSink : public TokenSink {
   Callback on_done_;
   std::optional<Clock::time_point> scheduled_;
   std::optional<Clock::time_point> first_token_;
+  InterTokenTimer inter_token_;
   bool done_ = false;
 };
 

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Latency under mixed load (issue 26): chat streams at steady load while long prompts arrive.
+
+For each server -- ours with --max-step-latency-ms (default 200), ours with 0 (whole-budget
+prefill steps, the behaviour before issue 26), and llama.cpp's llama-server -- on the same GGUF
+and threads, in one run, alternating (--rounds times): --chat-clients closed-loop clients stream
+short completions (--chat-tokens each, greedy) while one client sends long prompts of
+--long-sizes tokens one after another (each --long-tokens new tokens, 1.5 s apart). Reported per
+server: the chat streams' inter-token gaps (p50/p99/max, and max while a long prompt was being
+prefilled), TTFT of the chat requests (p50/p99) and of each long prompt, and throughput
+(generated tokens/s, and prompt + generated tokens/s of the requests completed). Writes
+bench/results/issue26_mixed_load.json. Not part of `make test`.
+
+  .venv/bin/python scripts/bench/mixed_load.py [--rounds 1] [--long-sizes 2000 4000]
+      [--llama-server PATH]  (a llama-server binary; scripts/bench/build_llama_cpp.sh builds one)
+
+On a machine that advertises AMX but whose OS refuses it, a native llama.cpp build dies with
+SIGILL: build llama-server with GGML_NATIVE=OFF, AVX-512/VNNI/BF16 on and AMX off, and pass it
+with --llama-server (bench/results/issue26_mixed_load.json was measured so, -np 6, -c 6 x the
+longest prompt + 400).
+"""
+import argparse
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OURS = os.path.join(ROOT, "build/src/app/text-generation-launcher")
+MODEL = os.path.join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+CHAT_PROMPTS = [
+    "Once upon a time, there was a little robot who",
+    "Here is a list of fruits: apple, banana,",
+    "The history of the Roman Empire begins with",
+    "In a small village by the sea, the fishermen",
+    "To make a cup of tea, first you need to",
+    "The three laws of robotics state that",
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"server on {port} did not become ready")
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, int(round(p / 100 * (len(values) - 1)))))]
+
+
+def ms(x):
+    return None if x is None else round(1000 * x, 1)
+
+
+class Server:
+    def __init__(self, name, kind, args, threads, llama_server, max_context):
+        self.name, self.kind = name, kind
+        self.port = free_port()
+        if kind == "ours":
+            cmd = [OURS, "--model-id", MODEL, "--hostname", "127.0.0.1", "--port", str(self.port),
+                   "--num-threads", str(threads), "--max-concurrent-requests", "1024",
+                   "--max-input-tokens", str(max_context - 200), "--max-total-tokens", str(max_context),
+                   "--max-batch-prefill-tokens", "4096", "--prefix-caching", "false"] + args
+        else:
+            slots = 6
+            cmd = [llama_server, "-m", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+                   "-t", str(threads), "-tb", str(threads), "-np", str(slots),
+                   "-c", str(slots * max_context), "--cont-batching", "--no-webui"] + args
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_ready(self.port)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def stream(self, prompt, max_tokens):
+        """Streams one greedy completion; returns (start, [token arrival times])."""
+        if self.kind == "ours":
+            path, body = "/generate_stream", {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
+        else:
+            path = "/completion"
+            body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
+                    "cache_prompt": False}
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        start = time.perf_counter()
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        stamps, buf = [], b""
+        while True:
+            chunk = resp.read1(65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n\n" in buf:
+                event, buf = buf.split(b"\n\n", 1)
+                if not event.startswith(b"data:"):
+                    continue
+                payload = json.loads(event[5:])
+                if self.kind == "ours" or payload.get("content"):
+                    stamps.append(time.perf_counter())
+        conn.close()
+        return start, stamps
+
+    def count_tokens(self, text):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        conn.request("POST", "/tokenize", json.dumps({"inputs": text}), {"Content-Type": "application/json"})
+        return len(json.loads(conn.getresponse().read()))
+
+
+def long_prompt(words, seed):
+    return f"Document {seed}. " + " ".join(f"w{(i * 7 + seed) % 997}," for i in range(words))
+
+
+def calibrate(server, sizes):
+    """Word counts giving prompts of about each size in tokens (our tokenizer; the same GGUF)."""
+    per_word = server.count_tokens(long_prompt(400, 0)) / 400
+    return {n: int(n / per_word) for n in sizes}
+
+
+def run_phase(server, args, words_for, round_idx):
+    chat, longs, lock = [], [], threading.Lock()
+    done = threading.Event()
+
+    def chat_client(c):
+        i = c
+        while not done.is_set():
+            start, stamps = server.stream(CHAT_PROMPTS[i % len(CHAT_PROMPTS)], args.chat_tokens)
+            with lock:
+                chat.append((start, stamps))
+            i += args.chat_clients
+
+    clients = [threading.Thread(target=chat_client, args=(c,)) for c in range(args.chat_clients)]
+    wall_start = time.perf_counter()
+    for t in clients:
+        t.start()
+    time.sleep(args.warmup_s)
+    for k, size in enumerate(args.long_sizes):
+        prompt = long_prompt(words_for[size], 1000 * round_idx + 10 * k)
+        start, stamps = server.stream(prompt, args.long_tokens)
+        longs.append({"size": size, "start": start, "stamps": stamps})
+        time.sleep(1.5)
+    done.set()
+    for t in clients:
+        t.join()
+    wall = time.perf_counter() - wall_start
+    return chat, longs, wall
+
+
+def summarize(chat, longs, wall, long_prompt_tokens, chat_prompt_tokens):
+    gaps, gaps_during, ttfts = [], [], []
+    windows = [(l["start"], l["stamps"][0]) for l in longs if l["stamps"]]
+    for start, stamps in chat:
+        if stamps:
+            ttfts.append(stamps[0] - start)
+        for a, b in zip(stamps, stamps[1:]):
+            gaps.append(b - a)
+            if any(ws < b and a < we for ws, we in windows):
+                gaps_during.append(b - a)
+    generated = sum(len(s) for _, s in chat) + sum(len(l["stamps"]) for l in longs)
+    processed = generated + len(chat) * chat_prompt_tokens + sum(long_prompt_tokens[l["size"]] for l in longs)
+    return {
+        "chat_requests": len(chat),
+        "itl_p50_ms": ms(percentile(gaps, 50)), "itl_p99_ms": ms(percentile(gaps, 99)),
+        "itl_max_ms": ms(max(gaps, default=None)),
+        "itl_max_during_long_prefill_ms": ms(max(gaps_during, default=None)),
+        "chat_ttft_p50_ms": ms(percentile(ttfts, 50)), "chat_ttft_p99_ms": ms(percentile(ttfts, 99)),
+        "chat_ttft_max_ms": ms(max(ttfts, default=None)),
+        "long_ttft_ms": {str(l["size"]): ms(l["stamps"][0] - l["start"]) if l["stamps"] else None for l in longs},
+        "wall_s": round(wall, 2),
+        "generated_tokens_per_s": round(generated / wall, 2),
+        "processed_tokens_per_s": round(processed / wall, 2),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--chat-clients", type=int, default=3)
+    ap.add_argument("--chat-tokens", type=int, default=48)
+    ap.add_argument("--long-sizes", type=int, nargs="+", default=[2000, 4000])
+    ap.add_argument("--long-tokens", type=int, default=8)
+    ap.add_argument("--warmup-s", type=float, default=3.0)
+    ap.add_argument("--max-step-latency-ms", type=int, default=200)
+    ap.add_argument("--llama-server", default=os.path.join(ROOT, ".cache/llama.cpp/build/bin/llama-server"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/issue26_mixed_load.json"))
+    args = ap.parse_args()
+    max_context = max(args.long_sizes) + 400
+    configs = [(f"ours_step{args.max_step_latency_ms}ms", "ours",
+                ["--max-step-latency-ms", str(args.max_step_latency_ms)]),
+               ("ours_step0", "ours", ["--max-step-latency-ms", "0"])]
+    if os.path.exists(args.llama_server):
+        configs.append(("llama-server", "llama", []))
+    else:
+        print(f"no llama-server at {args.llama_server}: ours only", file=sys.stderr)
+
+    probe = Server("probe", "ours", [], args.threads, None, max_context)
+    words_for = calibrate(probe, args.long_sizes)
+    long_tokens = {n: probe.count_tokens(long_prompt(words_for[n], 0)) for n in args.long_sizes}
+    chat_tokens = round(sum(probe.count_tokens(p) for p in CHAT_PROMPTS) / len(CHAT_PROMPTS))
+    probe.stop()
+
+    runs = {name: [] for name, _, _ in configs}
+    for r in range(args.rounds):
+        for name, kind, extra in configs:
+            server = Server(name, kind, extra, args.threads, args.llama_server, max_context)
+            try:
+                chat, longs, wall = run_phase(server, args, words_for, r)
+            finally:
+                server.stop()
+            row = summarize(chat, longs, wall, long_tokens, chat_tokens)
+            runs[name].append(row)
+            print(name, json.dumps(row), flush=True)
+
+    result = {
+        "what": "issue 26: chat streams at steady load while long prompts arrive",
+        "model": os.path.relpath(MODEL, ROOT),
+        "threads": args.threads,
+        "chat_clients": args.chat_clients, "chat_tokens": args.chat_tokens,
+        "long_prompt_tokens": {str(k): v for k, v in long_tokens.items()},
+        "long_new_tokens": args.long_tokens,
+        "rounds": args.rounds,
+        "machine": os.uname().nodename,
+        "runs": runs,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
