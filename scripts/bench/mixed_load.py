@@ -23,11 +23,13 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
+
+# The stream timing and server start-up helpers of serving.py (same folder).
+from serving import free_port, stream_stamps, wait_ready
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OURS = os.path.join(ROOT, "build/src/app/text-generation-launcher")
@@ -40,26 +42,6 @@ CHAT_PROMPTS = [
     "To make a cup of tea, first you need to",
     "The three laws of robotics state that",
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(port, timeout=180):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"server on {port} did not become ready")
 
 
 def percentile(values, p):
@@ -88,7 +70,7 @@ class Server:
                    "-t", str(threads), "-tb", str(threads), "-np", str(slots),
                    "-c", str(slots * max_context), "--cont-batching", "--no-webui"] + args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_ready(self.port)
+        wait_ready(self.port, "/health")
 
     def stop(self):
         self.proc.terminate()
@@ -99,31 +81,7 @@ class Server:
 
     def stream(self, prompt, max_tokens):
         """Streams one greedy completion; returns (start, [token arrival times])."""
-        if self.kind == "ours":
-            path, body = "/generate_stream", {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
-        else:
-            path = "/completion"
-            body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
-                    "cache_prompt": False}
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        start = time.perf_counter()
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        stamps, buf = [], b""
-        while True:
-            chunk = resp.read1(65536)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n\n" in buf:
-                event, buf = buf.split(b"\n\n", 1)
-                if not event.startswith(b"data:"):
-                    continue
-                payload = json.loads(event[5:])
-                if self.kind == "ours" or payload.get("content"):
-                    stamps.append(time.perf_counter())
-        conn.close()
-        return start, stamps
+        return stream_stamps(self.kind, self.port, prompt, max_tokens)
 
     def count_tokens(self, text):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)

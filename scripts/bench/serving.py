@@ -61,6 +61,37 @@ def wait_ready(port, path, timeout=180):
     raise RuntimeError(f"server on {port} did not become ready")
 
 
+def stream_stamps(kind, port, prompt, max_tokens):
+    """Streams one greedy completion from ours ("ours": /generate_stream) or llama-server
+    (/completion); returns (start, [arrival time of each token event]), perf_counter seconds."""
+    if kind == "ours":
+        path = "/generate_stream"
+        body = {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
+    else:
+        path = "/completion"
+        body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
+                "cache_prompt": False}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    start = time.perf_counter()
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    stamps, buf = [], b""
+    while True:
+        chunk = resp.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n\n" in buf:
+            event, buf = buf.split(b"\n\n", 1)
+            if not event.startswith(b"data:"):
+                continue
+            payload = json.loads(event[5:])
+            if kind == "ours" or payload.get("content"):
+                stamps.append(time.perf_counter())
+    conn.close()
+    return start, stamps
+
+
 class Server:
     def __init__(self, kind, threads, slots):
         self.kind = kind
@@ -84,31 +115,7 @@ class Server:
 
     def request(self, prompt, max_tokens):
         """Streams one completion; returns (ttft, [inter-token gaps], tokens)."""
-        if self.kind == "ours":
-            path = "/generate_stream"
-            body = {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
-        else:
-            path = "/completion"
-            body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
-                    "cache_prompt": False}
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        start = time.perf_counter()
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        stamps, buf = [], b""
-        while True:
-            chunk = resp.read1(65536)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n\n" in buf:
-                event, buf = buf.split(b"\n\n", 1)
-                if not event.startswith(b"data:"):
-                    continue
-                payload = json.loads(event[5:])
-                if self.kind == "ours" or payload.get("content"):
-                    stamps.append(time.perf_counter())
-        conn.close()
+        start, stamps = stream_stamps(self.kind, self.port, prompt, max_tokens)
         if not stamps:
             return None
         gaps = [b - a for a, b in zip(stamps, stamps[1:])]

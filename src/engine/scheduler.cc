@@ -15,8 +15,7 @@ int64_t size_of(const std::vector<int32_t>& v) { return static_cast<int64_t>(v.s
 // The prompt tokens `seq` may compute this step out of the budget left: a request that returns
 // prompt logprobs needs a row of logits per prompt token, so its chunks stay small.
 int64_t chunk_limit(const Sequence& seq, int64_t budget) {
-  const bool logits_per_token = seq.request.prompt_logprobs && seq.num_generated_tokens() == 0;
-  return logits_per_token ? std::min(budget, kPromptLogprobChunk) : budget;
+  return seq.wants_prompt_logits() ? std::min(budget, kPromptLogprobChunk) : budget;
 }
 
 }  // namespace

@@ -33,6 +33,11 @@ struct Sequence {
   // More than the newest token left to compute: a prompt, or a preempted sequence's prompt and
   // generated tokens being recomputed. Such steps spend the prefill budget.
   bool needs_prefill() const { return num_tokens() - num_computed_tokens > 1 || is_prefilling(); }
+  // A prompt_logprobs request before its first token: each computed prompt position needs its
+  // row of logits (the scheduler bounds its chunks, the executor computes and gathers the rows).
+  bool wants_prompt_logits() const {
+    return request.prompt_logprobs && num_generated_tokens() == 0;
+  }
 
   int64_t id;
   EngineRequest request;

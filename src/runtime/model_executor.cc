@@ -109,9 +109,10 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
     SampleResult token = sampler.sample(
         std::span<float>(logits_).subspan(row++ * vocab, vocab),
         grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
-    if (seq.request.prompt_logprobs && seq.num_generated_tokens() == 0) {
-      token.prompt_logprobs = std::move(prompt_logprobs_[seq.id]);
-      prompt_logprobs_.erase(seq.id);
+    if (seq.wants_prompt_logits()) {
+      if (auto gathered = prompt_logprobs_.extract(seq.id)) {
+        token.prompt_logprobs = std::move(gathered.mapped());
+      }
     }
     sampler.observe(token.id);
     // Refused only when every allowed logit was -inf; the grammar then stays where it was.

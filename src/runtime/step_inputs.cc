@@ -42,7 +42,7 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
     query_begins_.push_back(static_cast<int32_t>(token_ids_.size()));
     const Sequence& seq = *entry.sequence;
     int64_t prompt_rows = 0;
-    if (seq.request.prompt_logprobs && seq.num_generated_tokens() == 0) {
+    if (seq.wants_prompt_logits()) {
       // Positions up to the prompt's second to last: the last one's row is the sampling row.
       prompt_rows =
           std::max<int64_t>(0, std::min(end, seq.num_prompt_tokens - 1) - entry.first_position);

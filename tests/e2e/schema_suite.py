@@ -14,6 +14,10 @@ reference, a closed object, an envelope with a status enum).
 from __future__ import annotations
 
 import copy
+import json
+import re
+
+import jsonschema
 
 S = {"type": "string", "maxLength": 24}
 INT = {"type": "integer"}
@@ -208,11 +212,6 @@ def run_case(post, kind: str, name: str, value, seeds, max_new_tokens=160) -> di
     """Sends one grammar with each seed (temperature 1.0 sampling) through `post(body) ->
     (status, json)`. Returns {"refused": error text | None, "valid": n, "invalid": [outputs],
     "truncated": n}: a completed output (eos/stop) that fails validation is a violation."""
-    import json as _json
-    import re as _re
-
-    import jsonschema
-
     out = {"refused": None, "valid": 0, "invalid": [], "truncated": 0}
     for seed in seeds:
         body = {"inputs": PROMPT.format(name=name.replace("/", " ").replace("_", " ")),
@@ -231,9 +230,9 @@ def run_case(post, kind: str, name: str, value, seeds, max_new_tokens=160) -> di
             continue
         try:
             if kind == "regex":
-                assert _re.fullmatch(value, text), text
+                assert re.fullmatch(value, text), text
             else:
-                jsonschema.validate(_json.loads(text), value,
+                jsonschema.validate(json.loads(text), value,
                                     format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
             out["valid"] += 1
         except (AssertionError, ValueError, jsonschema.ValidationError) as e:

@@ -11,26 +11,14 @@
 #include "engine/scheduler.h"
 #include "engine/step_stats.h"
 
+#include "scheduled_entries.h"
+
 namespace lm {
 namespace {
 
-// One scheduled entry as (seq_id, first_position, num_tokens, samples).
-using Entry = std::tuple<int64_t, int64_t, int64_t, bool>;
-
-std::vector<Entry> entries(const ScheduledBatch& batch) {
-  std::vector<Entry> out;
-  for (const ScheduledSequence& s : batch.sequences)
-    out.emplace_back(s.seq_id, s.first_position, s.num_tokens, s.samples);
-  return out;
-}
-
-EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t first_id = 100) {
-  EngineRequest r;
-  for (int64_t i = 0; i < prompt_len; ++i)
-    r.prompt_ids.push_back(first_id + static_cast<int32_t>(i));
-  r.max_new_tokens = max_new_tokens;
-  return r;
-}
+using testing_helpers::entries;
+using testing_helpers::Entry;
+using testing_helpers::request;
 
 constexpr StepCostModel::Coefficients kOneMsPerRow{
     .intercept = 0, .per_prefill_token = 0.001, .per_decode_row = 0.001, .per_attended_token = 0};

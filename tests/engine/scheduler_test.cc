@@ -9,27 +9,14 @@
 #include <tuple>
 #include <vector>
 
+#include "scheduled_entries.h"
+
 namespace lm {
 namespace {
 
-// One scheduled entry as (seq_id, first_position, num_tokens, samples).
-using Entry = std::tuple<int64_t, int64_t, int64_t, bool>;
-
-std::vector<Entry> entries(const ScheduledBatch& batch) {
-  std::vector<Entry> out;
-  for (const ScheduledSequence& s : batch.sequences)
-    out.emplace_back(s.seq_id, s.first_position, s.num_tokens, s.samples);
-  return out;
-}
-
-// A prompt of `prompt_len` ids first_id, first_id + 1, ...
-EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t first_id = 100) {
-  EngineRequest r;
-  for (int64_t i = 0; i < prompt_len; ++i)
-    r.prompt_ids.push_back(first_id + static_cast<int32_t>(i));
-  r.max_new_tokens = max_new_tokens;
-  return r;
-}
+using testing_helpers::entries;
+using testing_helpers::Entry;
+using testing_helpers::request;
 
 std::vector<SampleResult> samples(std::initializer_list<int32_t> ids) {
   std::vector<SampleResult> out;

@@ -1,0 +1,33 @@
+// Helpers shared by the scheduler tests: a batch as comparable tuples, and a prompt of
+// consecutive ids.
+#pragma once
+
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+#include "engine/engine_request.h"
+#include "engine/scheduled_batch.h"
+
+namespace lm::testing_helpers {
+
+// One scheduled entry as (seq_id, first_position, num_tokens, samples).
+using Entry = std::tuple<int64_t, int64_t, int64_t, bool>;
+
+inline std::vector<Entry> entries(const ScheduledBatch& batch) {
+  std::vector<Entry> out;
+  for (const ScheduledSequence& s : batch.sequences)
+    out.emplace_back(s.seq_id, s.first_position, s.num_tokens, s.samples);
+  return out;
+}
+
+// A prompt of `prompt_len` ids first_id, first_id + 1, ...
+inline EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t first_id = 100) {
+  EngineRequest r;
+  for (int64_t i = 0; i < prompt_len; ++i)
+    r.prompt_ids.push_back(first_id + static_cast<int32_t>(i));
+  r.max_new_tokens = max_new_tokens;
+  return r;
+}
+
+}  // namespace lm::testing_helpers
