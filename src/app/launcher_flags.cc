@@ -19,7 +19,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_option("--revision", a.revision,
                  "Hub revision: branch, tag, commit or refs/pr/N (default main)")
       ->envname("REVISION");
-  app.add_option("--validation-workers", a.validation_workers, "Tokenizer threads for validation")
+  app.add_option("--validation-workers", a.validation_workers,
+                 "Threads that validate, template, tokenize and compile grammars")
       ->envname("VALIDATION_WORKERS")
       ->capture_default_str();
   app.add_option("--sharded", a.sharded,

@@ -14,6 +14,7 @@
 #include "app/model_files.h"
 #include "app/start_plan.h"
 #include "base/log.h"
+#include "base/work_queue.h"
 #include "engine/engine.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_vocab.h"
@@ -267,6 +268,11 @@ int run_server(const LauncherArgs& args) {
             .count()));
   }
 
+  // Admission (templates, tokenization, grammar compilation) runs here, off the I/O threads.
+  // Declared after everything its tasks use, so it is joined before they are destroyed.
+  WorkQueue validation_workers(static_cast<int>(args.validation_workers));
+  state.validation_workers = &validation_workers;
+
   HttpServerConfig http;
   http.hostname = args.hostname;
   http.port = static_cast<int>(args.port);
@@ -289,6 +295,7 @@ int run_server(const LauncherArgs& args) {
   }
   engine.stop();
   server.stop();
+  validation_workers.stop();
   // TGI flushes its spans after the drain; the drained requests' spans are all queued by now.
   if (span_exporter) span_exporter->shutdown();
   return 0;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "base/work_queue.h"
 #include "server/openai/openai_handler.h"
 #include "server/openapi.h"
 #include "server/state/tgi_metrics.h"
@@ -23,6 +24,9 @@ struct Route {
   bool needs_api_key;
   bool needs_json_body;
   Handler handler;
+  // Tokenizes, renders templates or compiles grammars: runs on a validation worker, never on
+  // the I/O thread that received it (which serves many other connections).
+  bool validates = false;
 };
 
 std::string lower(std::string s) {
@@ -132,14 +136,14 @@ std::map<std::pair<std::string, std::string>, Route> route_table() {
     };
   };
   std::map<std::pair<std::string, std::string>, Route> t;
-  t[{"POST", "/generate"}] = {true, true, generate(GenerateRoute::kGenerate)};
-  t[{"POST", "/generate_stream"}] = {true, true, generate(GenerateRoute::kGenerateStream)};
-  t[{"POST", "/"}] = {true, true, generate(GenerateRoute::kCompat)};
-  t[{"POST", "/invocations"}] = {true, true, handle_invocations};
-  t[{"POST", "/v1/chat/completions"}] = {true, true, handle_chat_completions};
-  t[{"POST", "/v1/completions"}] = {true, true, handle_completions};
-  t[{"POST", "/chat_tokenize"}] = {false, true, handle_chat_tokenize};
-  t[{"POST", "/tokenize"}] = {true, true, respond_tokenize};
+  t[{"POST", "/generate"}] = {true, true, generate(GenerateRoute::kGenerate), true};
+  t[{"POST", "/generate_stream"}] = {true, true, generate(GenerateRoute::kGenerateStream), true};
+  t[{"POST", "/"}] = {true, true, generate(GenerateRoute::kCompat), true};
+  t[{"POST", "/invocations"}] = {true, true, handle_invocations, true};
+  t[{"POST", "/v1/chat/completions"}] = {true, true, handle_chat_completions, true};
+  t[{"POST", "/v1/completions"}] = {true, true, handle_completions, true};
+  t[{"POST", "/chat_tokenize"}] = {false, true, handle_chat_tokenize, true};
+  t[{"POST", "/tokenize"}] = {true, true, respond_tokenize, true};
   t[{"GET", "/"}] = {false, false, respond_health};
   t[{"GET", "/health"}] = {false, false, respond_health};
   t[{"GET", "/ping"}] = {false, false, respond_health};
@@ -220,6 +224,13 @@ HttpHandler make_router(ServerState& state) {
     if (route.needs_json_body && !is_json_content_type(request.header("content-type"))) {
       response->respond(
           {415, {{"Content-Type", std::string(kTextPlain)}}, std::string(kMissingJsonContentType)});
+      return;
+    }
+    if (route.validates && state.validation_workers != nullptr) {
+      state.validation_workers->post(
+          [&state, handler = route.handler, request = std::move(request), response]() mutable {
+            handler(state, std::move(request), std::move(response));
+          });
       return;
     }
     route.handler(state, std::move(request), std::move(response));

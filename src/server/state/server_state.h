@@ -21,6 +21,7 @@ namespace lm {
 
 class ChatTemplate;
 class SpanExporter;
+class WorkQueue;
 
 struct ServerState {
   const Tokenizer* tokenizer = nullptr;
@@ -41,6 +42,9 @@ struct ServerState {
   SpanExporter* span_exporter = nullptr;
   // Compiles request grammars (null: grammars are refused, as with --disable-grammar-support).
   GrammarCompiler* grammar_compiler = nullptr;
+  // Where generation requests are admitted (`--validation-workers` threads); null: on the I/O
+  // thread that received them (tests).
+  WorkQueue* validation_workers = nullptr;
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released when its
