@@ -40,12 +40,15 @@ size_t GrammarCompiler::num_cached() const {
   return cache_.size();
 }
 
-Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const GrammarSpec& spec) {
+Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const GrammarSpec& spec,
+                                                                        bool* cache_hit) {
+  if (cache_hit != nullptr) *cache_hit = false;
   {
     std::lock_guard lock(mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
       if (it->first == spec) {
         cache_.splice(cache_.begin(), cache_, it);
+        if (cache_hit != nullptr) *cache_hit = true;
         return it->second;
       }
     }

@@ -1,6 +1,6 @@
 // Compiles grammar specs against one vocabulary, keeping the most recently used compiled grammars
 // in a bounded LRU cache keyed by (kind, text): a schema sent again costs a lookup, not a compile.
-// Thread-safe (admission compiles on the HTTP threads); a failure is an Error with XGrammar's
+// Thread-safe (admission compiles on the validation workers); a failure is an Error with XGrammar's
 // message, never a partly built grammar.
 #pragma once
 
@@ -29,7 +29,9 @@ class GrammarCompiler {
   GrammarCompiler(const GrammarCompiler&) = delete;
   GrammarCompiler& operator=(const GrammarCompiler&) = delete;
 
-  Result<std::shared_ptr<const CompiledGrammar>> compile(const GrammarSpec& spec);
+  // `cache_hit`, when given, says whether the grammar came from the cache.
+  Result<std::shared_ptr<const CompiledGrammar>> compile(const GrammarSpec& spec,
+                                                         bool* cache_hit = nullptr);
 
   size_t num_cached() const;
   const GrammarVocab& vocab() const { return vocab_; }

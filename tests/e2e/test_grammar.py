@@ -209,3 +209,18 @@ def test_disable_grammar_support_refuses_grammars():
         assert r.status_code == 422
         assert r.json()["error"]["message"] == "Input validation error: grammar is not supported"
         assert s.post("/generate", {"inputs": "x", "parameters": {"max_new_tokens": 2}}).ok
+
+
+def test_compile_time_metric_counts_cache_misses_and_hits(server):
+    # A schema no other test sends is compiled once, then served from the grammar cache.
+    schema = {"type": "object", "properties": {"compile_metric_probe": {"type": "integer"}},
+              "required": ["compile_metric_probe"]}
+    name = "lm_grammar_compile_duration_seconds_count"
+    before = server.metrics()
+    for _ in range(3):
+        generate(server, {"type": "json", "value": schema}, max_new_tokens=12)
+    after = server.metrics()
+    delta = {k: after.get(f'{name}{{cache="{k}"}}', 0) - before.get(f'{name}{{cache="{k}"}}', 0)
+             for k in ("miss", "hit")}
+    assert delta == {"miss": 1, "hit": 2}
+    assert after[f'lm_grammar_compile_duration_seconds_sum{{cache="miss"}}'] > 0

@@ -2,6 +2,7 @@
 #include "server/admission/admission.h"
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "base/check.h"
@@ -33,7 +34,13 @@ std::variant<AdmittedPrompt, ApiError> admit_prompt(ServerState& state, std::str
     prompt.ids.erase(prompt.ids.begin(), prompt.ids.end() - prompt.valid.input_length);
   if (prompt.valid.grammar_spec) {
     if (state.grammar_compiler == nullptr) return validation_error("grammar is not supported");
-    auto grammar_or = state.grammar_compiler->compile(*prompt.valid.grammar_spec);
+    const auto started = std::chrono::steady_clock::now();
+    bool cache_hit = false;
+    auto grammar_or = state.grammar_compiler->compile(*prompt.valid.grammar_spec, &cache_hit);
+    state.metrics.observe(
+        "lm_grammar_compile_duration_seconds",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        cache_hit ? "cache=\"hit\"" : "cache=\"miss\"");
     // NOTE: TGI passes regexes through unchecked (a bad one fails the generation, 424); an
     // invalid schema or regex fails here instead, before a permit's work is spent on it.
     if (!grammar_or.ok())

@@ -44,6 +44,8 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
      "Engine step duration, scheduling to delivery, by what the step computed (prefill: only "
      "prompt chunks, decode: only new tokens, mixed: both)"},
     {"lm_request_inter_token_latency_seconds", "Time between consecutive tokens of a request"},
+    {"lm_grammar_compile_duration_seconds",
+     "Time to get a request's compiled grammar, by whether it came from the cache"},
     // The Gateway API Inference Extension's defaults (vLLM's names and help texts).
     {"vllm:num_requests_waiting", "Number of requests waiting to be processed."},
     {"vllm:num_requests_running", "Number of requests in model execution batches."},
@@ -62,7 +64,7 @@ void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_tota
         "tgi_request_inference_duration", "tgi_request_mean_time_per_token_duration",
         "tgi_batch_inference_duration", "tgi_batch_forward_duration", "tgi_batch_decode_duration",
         "tgi_batch_filter_duration", "tgi_batch_concat_duration", "lm_step_duration_seconds",
-        "lm_request_inter_token_latency_seconds"}) {
+        "lm_request_inter_token_latency_seconds", "lm_grammar_compile_duration_seconds"}) {
     m.set_buckets(name, Metrics::duration_buckets());
   }
   m.set_buckets("tgi_request_input_length",
