@@ -169,6 +169,7 @@ int run_server(const LauncherArgs& args) {
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);
   plan.prefix_caching = engine_config.prefix_caching;
+  plan.max_step_latency_ms = engine_config.max_step_latency_ms;
   if (args.dry_run) {
     std::fputs((args.json_output ? plan_json(plan) + "\n" : plan_text(plan)).c_str(), stdout);
     return 0;

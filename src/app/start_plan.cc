@@ -65,6 +65,11 @@ std::string plan_text(const StartPlan& p) {
   out += fmt::format("max_batch_size: {}\n", optional_text(s.max_batch_size));
   out += fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}\n", p.kv_num_blocks,
                      p.kv_block_size, p.prefix_caching ? "on" : "off");
+  out +=
+      p.max_step_latency_ms > 0
+          ? fmt::format("Step latency target: {} ms (prompt chunks capped while others decode)\n",
+                        p.max_step_latency_ms)
+          : std::string("Step latency target: off (prompts prefill at full budget)\n");
   return out;
 }
 
@@ -113,7 +118,8 @@ std::string plan_json(const StartPlan& p) {
             {"max_batch_size", s.max_batch_size ? Json(*s.max_batch_size) : Json(nullptr)},
             {"kv_block_size", p.kv_block_size},
             {"kv_num_blocks", p.kv_num_blocks},
-            {"prefix_caching", p.prefix_caching}};
+            {"prefix_caching", p.prefix_caching},
+            {"max_step_latency_ms", p.max_step_latency_ms}};
   return j.dump();
 }
 

@@ -30,6 +30,7 @@ struct StartPlan {
   int64_t kv_block_size = 16;
   int64_t kv_num_blocks = 0;
   bool prefix_caching = true;
+  int64_t max_step_latency_ms = 0;  // the step latency target (0: prefill chunks are not capped)
 };
 
 // The sizing in one log line: where the available memory was read and what took it.
