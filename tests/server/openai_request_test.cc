@@ -209,13 +209,48 @@ TEST(ValidateCompletionRequest, TgiErrors) {
   const ValidationLimits limits;
   auto v = [&](std::string_view body) {
     return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
-                                       limits, 4, 4);
+                                       limits, 4, 4, /*prompt_logprobs_enabled=*/false);
   };
   EXPECT_FALSE(v(R"({"prompt":"a"})").has_value());
   EXPECT_EQ(v(R"({"prompt":"a","suffix":"b"})")->error_type, "suffix not supported");
   EXPECT_EQ(v(R"({"prompt":["a","b","c","d","e"]})")->error_type, "batch size exceeded");
   EXPECT_EQ(v(R"({"prompt":[]})")->status, 422);
   EXPECT_EQ(v(R"({"prompt":"a","logprobs":6})")->status, 422);
+}
+
+TEST(ValidateCompletionRequest, EchoWithLogprobsNeedsPromptLogprobs) {
+  const ValidationLimits limits;
+  auto v = [&](std::string_view body, bool enabled) {
+    return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
+                                       limits, 4, 4, enabled);
+  };
+  const auto error = v(R"({"prompt":"a","echo":true,"logprobs":0})", false);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->status, 422);
+  EXPECT_EQ(error->error_type, "validation");
+  EXPECT_NE(error->error.find("--enable-prefill-logprobs"), std::string::npos) << error->error;
+  EXPECT_FALSE(v(R"({"prompt":"a","echo":true,"logprobs":1})", true).has_value());
+  // Either alone needs no prompt logprobs.
+  EXPECT_FALSE(v(R"({"prompt":"a","echo":true})", false).has_value());
+  EXPECT_FALSE(v(R"({"prompt":"a","logprobs":1})", false).has_value());
+}
+
+TEST(CompletionAdmissionRequest, EchoWithLogprobsAsksForThePromptsLogprobs) {
+  auto admission = [](std::string_view body) {
+    return completion_admission_request(
+        std::get<CompletionRequest>(parse_completion_request(body)));
+  };
+  AdmissionRequest r = admission(R"({"prompt":"a","echo":true,"logprobs":2,"max_tokens":3})");
+  EXPECT_TRUE(r.prompt_logprobs);
+  EXPECT_EQ(r.parameters.top_n_tokens, 2u);
+  EXPECT_EQ(r.parameters.max_new_tokens, 3u);
+  EXPECT_FALSE(admission(R"({"prompt":"a","logprobs":2})").prompt_logprobs);
+  EXPECT_FALSE(admission(R"({"prompt":"a","echo":true})").prompt_logprobs);
+  // max_tokens 0 with echo scores the prompt: one token runs (and is dropped by the sink).
+  EXPECT_EQ(admission(R"({"prompt":"a","echo":true,"max_tokens":0})").parameters.max_new_tokens,
+            1u);
+  // Without echo it stays 0, for TGI's "must be strictly positive".
+  EXPECT_EQ(admission(R"({"prompt":"a","max_tokens":0})").parameters.max_new_tokens, 0u);
 }
 
 TEST(InvocationShape, DispatchesByKey) {

@@ -68,8 +68,11 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
       clamped_max_new_tokens(prompt.valid, prompt.ids.size(), settings.limits.max_total_tokens);
   // TGI bypasses the prefix cache for requests that ask for prompt logprobs, and computes them
   // only with --enable-prefill-logprobs (else details.prefill stays []).
-  base.use_prefix_cache = !prompt.valid.decoder_input_details;
-  base.prompt_logprobs = prompt.valid.decoder_input_details && settings.enable_prefill_logprobs;
+  base.use_prefix_cache = !prompt.valid.decoder_input_details && !request.prompt_logprobs;
+  base.prompt_logprobs = (prompt.valid.decoder_input_details && settings.enable_prefill_logprobs) ||
+                         request.prompt_logprobs;
+  if (request.prompt_logprobs)
+    base.prompt_top_n_tokens = static_cast<int32_t>(prompt.valid.top_n_tokens);
   base.grammar = prompt.grammar;  // shared; each generation gets its own matcher
   std::mt19937_64 seeds(prompt.valid.seed);
   for (uint64_t choice = 0; choice < num_choices; ++choice) {

@@ -25,6 +25,9 @@ struct AdmissionRequest {
   // OpenAI's logit_bias, ids parsed (range of the values checked by the route); admission checks
   // the ids against the vocabulary.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // OpenAI completions' echo with logprobs: each prompt token's logprob and its
+  // parameters.top_n_tokens best alternatives (the route checked --enable-prefill-logprobs).
+  bool prompt_logprobs = false;
 };
 
 }  // namespace lm

@@ -481,7 +481,8 @@ std::optional<ApiError> validate_chat_request(const ChatRequest& request,
 
 std::optional<ApiError> validate_completion_request(const CompletionRequest& request,
                                                     const ValidationLimits& limits, uint64_t max_n,
-                                                    size_t max_prompts) {
+                                                    size_t max_prompts,
+                                                    bool prompt_logprobs_enabled) {
   if (request.has_suffix) return suffix_not_supported_error();
   if (request.prompts.empty()) {
     return validation_error("Empty array detected. Do not use an empty array for the prompt.");
@@ -489,6 +490,12 @@ std::optional<ApiError> validate_completion_request(const CompletionRequest& req
   if (request.prompts.size() > max_prompts) return batch_size_exceeded_error(max_prompts);
   if (auto e = check_n(request.n, max_n)) return e;
   if (auto e = check_top_n(request.logprobs, "logprobs", limits)) return e;
+  // Fail closed: echo with logprobs must not come back without the prompt's logprobs.
+  if (request.echo && request.logprobs && !prompt_logprobs_enabled) {
+    return validation_error(
+        "`echo` with `logprobs` returns the prompt's logprobs, which this server computes only "
+        "when started with --enable-prefill-logprobs");
+  }
   if (auto e = check_logit_bias(request.logit_bias)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
@@ -554,6 +561,7 @@ GenerateParameters completion_generate_parameters(const CompletionRequest& reque
   GenerateParameters p = shared_generate_parameters(request);
   p.repetition_penalty = request.repetition_penalty;
   if (request.logprobs) p.top_n_tokens = request.logprobs;
+  if (request.echo && request.max_tokens == 0u) p.max_new_tokens = 1;
   return p;
 }
 
@@ -573,6 +581,7 @@ AdmissionRequest chat_admission_request(ChatRequest request) {
 
 AdmissionRequest completion_admission_request(CompletionRequest request) {
   AdmissionRequest out = shared_admission_request(request, completion_generate_parameters(request));
+  out.prompt_logprobs = request.echo && request.logprobs.has_value();
   out.prompts = std::move(request.prompts);  // each validated as its own generation (TGI)
   return out;
 }
