@@ -99,12 +99,15 @@ def reference_loglikelihood(case, ctxlen):
             all(case["greedy_ids"][i - 1] == ids[i] for i in range(ctxlen, len(ids))))
 
 
-def test_loglikelihood_as_lm_eval_computes_it(oai):
-    # One request for several prompts (choices sorted by index, as lm-eval does), then every
-    # split of each prompt into context and continuation.
-    r = echo(oai, [c["prompt"] for c in SHORT])
+@pytest.mark.parametrize("as_ids", [True, False], ids=["token-ids", "text"])
+def test_loglikelihood_as_lm_eval_computes_it(oai, as_ids):
+    # One request for several prompts (choices sorted by index, as lm-eval does), as token ids
+    # (lm-eval's default, tokenized_requests=True) or text; then every split of each prompt into
+    # context and continuation.
+    r = echo(oai, [c["prompt_ids"] if as_ids else c["prompt"] for c in SHORT])
     choices = sorted(r.choices, key=lambda c: c.index)
     assert len(choices) == len(SHORT)
+    assert r.usage.prompt_tokens == sum(len(c["prompt_ids"]) for c in SHORT)
     num_greedy = 0
     for choice, case in zip(choices, SHORT):
         assert choice.text.startswith(case["prompt"])
@@ -156,6 +159,18 @@ def test_stream_carries_the_prompt_in_its_first_chunk(oai):
     assert only.choices[0].finish_reason == "length"
     assert len(only.choices[0].logprobs.tokens) == n
     assert only.usage.completion_tokens == 0
+
+
+def test_token_id_prompts_run_as_given(oai):
+    # A case's ids reversed ("... capitalThe"), which tokenizing their text need not give back:
+    # the prompt is exactly those tokens, its text what they decode to.
+    ids = CASES[0]["prompt_ids"][::-1]
+    r = echo(oai, ids, max_tokens=0)
+    (c,) = r.choices
+    assert r.usage.prompt_tokens == len(c.logprobs.tokens) == len(ids)
+    assert c.text == "".join(c.logprobs.tokens) and c.text.endswith("The")
+    with pytest.raises(UnprocessableEntityError, match="not in the vocabulary"):
+        echo(oai, [10**8])
 
 
 def test_echo_alone_and_logprobs_alone_are_unchanged(oai):

@@ -367,7 +367,8 @@ BAD_COMPLETIONS = [
     {"prompt": []},
     {"prompt": ["a"] * 9},
     {"prompt": "a", "suffix": "b"},
-    {"prompt": [1, 2]},
+    {"prompt": [1, "a"]},
+    {"prompt": [10**9]},  # token ids are a prompt; this one is outside the vocabulary
     {"prompt": ""},
     {"prompt": "a", "logprobs": 50},
     {"model": "x"},

@@ -284,6 +284,28 @@ TEST_F(AdmissionTable, PromptLogprobsBypassThePrefixCacheAndRankAlternatives) {
   }
 }
 
+TEST_F(AdmissionTable, TokenIdPromptsRunAsGiven) {
+  // The tokenizer has one token, "a" (id 0); the ids are not re-tokenized.
+  auto parsed = parse_completion_request(R"({"prompt":[[0,0,0],[0]],"max_tokens":2})");
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
+  auto admitted =
+      admit(state_, completion_admission_request(std::get<CompletionRequest>(std::move(parsed))));
+  ASSERT_TRUE(std::holds_alternative<Admission>(admitted));
+  const Admission& admission = std::get<Admission>(admitted);
+  ASSERT_EQ(admission.prompts.size(), 2u);
+  EXPECT_EQ(admission.prompts[0].valid.inputs, "a a a");  // decoded (no decoder: space-joined)
+  EXPECT_EQ(admission.prompts[0].ids, (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(admission.prompts[1].ids, (std::vector<int32_t>{0}));
+  EXPECT_EQ(admission.generations[1].engine_request.prompt_ids, (std::vector<int32_t>{0}));
+  // An id outside the vocabulary, and an empty prompt, are 422s.
+  for (const char* body : {R"({"prompt":[0,1]})", R"({"prompt":[[0],[]]})"}) {
+    auto bad = admit(state_, completion_admission_request(
+                                 std::get<CompletionRequest>(parse_completion_request(body))));
+    ASSERT_TRUE(std::holds_alternative<AdmissionFailure>(bad)) << body;
+    EXPECT_EQ(std::get<AdmissionFailure>(bad).error.status, 422);
+  }
+}
+
 TEST_F(AdmissionTable, ChatTemplateFailureIsATemplateError) {
   state_.chat_template.reset();
   auto result = admit_by(Route::kChat, Ask{10, 5, {}, {}});

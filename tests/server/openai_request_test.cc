@@ -198,11 +198,42 @@ TEST(ParseCompletionRequest, PromptStringOrList) {
   parsed = parse_completion_request(R"({"prompt":["a","b"],"stop":["x","y"]})");
   ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
   EXPECT_EQ(std::get<CompletionRequest>(parsed).prompts.size(), 2u);
-  parsed = parse_completion_request(R"({"prompt":[1,2]})");
-  EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed));
   parsed = parse_completion_request(R"({"model":"x"})");
   ASSERT_TRUE(std::holds_alternative<BodyRejection>(parsed));
   EXPECT_NE(std::get<BodyRejection>(parsed).body.find("missing field `prompt`"), std::string::npos);
+}
+
+TEST(ParseCompletionRequest, PromptTokenIds) {
+  auto ids = [](std::string_view body) {
+    auto parsed = parse_completion_request(body);
+    EXPECT_TRUE(std::holds_alternative<CompletionRequest>(parsed)) << body;
+    const CompletionRequest& r = std::get<CompletionRequest>(parsed);
+    EXPECT_TRUE(r.prompts.empty());
+    return r.prompt_ids;
+  };
+  using Ids = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(ids(R"({"prompt":[1,2]})"), (Ids{{1, 2}}));
+  EXPECT_EQ(ids(R"({"prompt":[[1,2],[3],[]]})"), (Ids{{1, 2}, {3}, {}}));
+  auto rejection = [](std::string_view body) {
+    auto parsed = parse_completion_request(body);
+    EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed)) << body;
+    return std::holds_alternative<BodyRejection>(parsed) ? std::get<BodyRejection>(parsed).body
+                                                         : std::string();
+  };
+  EXPECT_NE(rejection(R"({"prompt":[1,"a"]})").find("prompt[1]: invalid type"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[-1]})").find("expected a token id"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[4294967296]})").find("expected a token id"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[[1],"a"]})").find("prompt[1]: invalid type"),
+            std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":["a",1]})").find("prompt[1]: invalid type"), std::string::npos);
+  // They count as prompts.
+  const ValidationLimits limits;
+  auto v = [&](std::string_view body) {
+    return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
+                                       limits, 4, 4, false);
+  };
+  EXPECT_FALSE(v(R"({"prompt":[[1],[2],[3],[4]]})").has_value());
+  EXPECT_EQ(v(R"({"prompt":[[1],[2],[3],[4],[5]]})")->error_type, "batch size exceeded");
 }
 
 TEST(ValidateCompletionRequest, TgiErrors) {

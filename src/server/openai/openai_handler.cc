@@ -126,7 +126,7 @@ struct CompletionRoute {
   }
   static bool echo(const CompletionRequest& completion) { return completion.echo; }
   static size_t num_prompts(const CompletionRequest& completion) {
-    return completion.prompts.size();
+    return completion.num_prompts();
   }
 };
 

@@ -51,6 +51,9 @@ struct ChatRequest {
 struct CompletionRequest {
   std::optional<std::string> model;
   std::vector<std::string> prompts;  // a string or a list of strings
+  // Or (OpenAI's other shapes; TGI takes strings only) a list of token ids, or a list of such
+  // lists: each a prompt of exactly those tokens.
+  std::vector<std::vector<int32_t>> prompt_ids;
   std::optional<uint32_t> max_tokens;
   std::optional<float> temperature;
   std::optional<float> top_p;
@@ -66,6 +69,8 @@ struct CompletionRequest {
   bool echo = false;
   std::optional<uint32_t> logprobs;  // number of top alternatives per token (legacy format)
   uint64_t n = 1;
+
+  size_t num_prompts() const { return prompts.size() + prompt_ids.size(); }
 };
 
 std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view body);
