@@ -27,6 +27,9 @@ struct EngineRequest {
   // computed, so it comes with use_prefix_cache = false; its prompt is computed in chunks of at
   // most kPromptLogprobChunk tokens, each holding one vocabulary-wide row of logits per token.
   bool prompt_logprobs = false;
+  // With prompt_logprobs: this many best alternatives per prompt position too
+  // (SampleResult::prompt_top_tokens; OpenAI completions' echo with logprobs). 0: none.
+  int32_t prompt_top_n_tokens = 0;
   // Constrained decoding: the generated tokens must match this grammar (null: unconstrained).
   // Compiled at admission; the executor's sampler masks each step's logits with it.
   std::shared_ptr<const CompiledGrammar> grammar;

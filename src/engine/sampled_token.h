@@ -22,6 +22,9 @@ struct SampleResult {
   // log-softmax of the raw (unprocessed) logits at position i - 1 at that token (TGI's prefill
   // logprobs; prompt token 0 has none).
   std::vector<float> prompt_logprobs;
+  // With prompt_logprobs, when the request set prompt_top_n_tokens: the best alternatives at each
+  // of those positions (same indexing; chosen as top_tokens is, from the raw log-softmax).
+  std::vector<std::vector<TokenLogprob>> prompt_top_tokens;
 };
 
 }  // namespace lm

@@ -9,6 +9,7 @@
 
 #include "runtime/logits_processors.h"
 #include "runtime/request_check.h"
+#include "runtime/sampler.h"
 
 namespace lm {
 namespace {
@@ -18,11 +19,6 @@ double seconds_since(std::chrono::steady_clock::time_point& last) {
   const double seconds = std::chrono::duration<double>(now - last).count();
   last = now;
   return seconds;
-}
-
-// TGI's prefill logprob: the log-softmax of the raw logits (no processor applies to the prompt).
-float log_softmax_at(std::span<const float> logits, int32_t id) {
-  return log_softmax_of(logits).logprob(logits[static_cast<size_t>(id)]);
 }
 
 }  // namespace
@@ -95,14 +91,9 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
     const Sequence& seq = *entry.sequence;
     Sampler& sampler = sampler_for(seq);
     if (const int64_t num_prompt_rows = inputs_.num_prompt_rows()[e]; num_prompt_rows > 0) {
-      std::vector<float>& out = prompt_logprobs_[seq.id];
-      out.resize(static_cast<size_t>(seq.num_prompt_tokens - 1));
-      for (int64_t r = 0; r < num_prompt_rows; ++r) {
-        // The row at position p scores prompt token p + 1 (a recomputed chunk rewrites the same).
-        const auto p = static_cast<size_t>(entry.first_position + r);
-        out[p] = log_softmax_at(std::span<const float>(logits_).subspan(row++ * vocab, vocab),
-                                seq.token_ids[p + 1]);
-      }
+      gather_prompt_logprobs(seq, entry.first_position, num_prompt_rows,
+                             std::span<const float>(logits_).subspan(row * vocab));
+      row += static_cast<size_t>(num_prompt_rows);
     }
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
     GrammarRow& grammar = grammar_rows_[sample_index++];
@@ -111,7 +102,8 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
         grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
     if (seq.wants_prompt_logits()) {
       if (auto gathered = prompt_logprobs_.extract(seq.id)) {
-        token.prompt_logprobs = std::move(gathered.mapped());
+        token.prompt_logprobs = std::move(gathered.mapped().logprobs);
+        token.prompt_top_tokens = std::move(gathered.mapped().top_tokens);
       }
     }
     sampler.observe(token.id);
@@ -121,6 +113,26 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
   }
   timings_.sample_seconds = seconds_since(clock);
   return samples;
+}
+
+void ModelExecutor::gather_prompt_logprobs(const Sequence& seq, int64_t first_position,
+                                           int64_t num_rows, std::span<const float> logits) {
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  const auto num_entries = static_cast<size_t>(seq.num_prompt_tokens - 1);
+  const auto top_n = static_cast<size_t>(seq.request.prompt_top_n_tokens);
+  PromptLogprobs& out = prompt_logprobs_[seq.id];
+  out.logprobs.resize(num_entries);
+  if (top_n > 0) out.top_tokens.resize(num_entries);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    // The row at position p scores prompt token p + 1 (a recomputed chunk rewrites the same).
+    // TGI's prefill logprob: the log-softmax of the raw logits (no processor applies to the
+    // prompt).
+    const auto p = static_cast<size_t>(first_position + r);
+    const std::span<const float> scores = logits.subspan(static_cast<size_t>(r) * vocab, vocab);
+    const LogSoftmax norm = log_softmax_of(scores);
+    out.logprobs[p] = norm.logprob(scores[static_cast<size_t>(seq.token_ids[p + 1])]);
+    if (top_n > 0) out.top_tokens[p] = top_n_logprobs(scores, norm, top_n, top_scratch_);
+  }
 }
 
 void ModelExecutor::release(int64_t seq_id) {

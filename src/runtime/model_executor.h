@@ -48,6 +48,10 @@ class ModelExecutor final : public Executor {
 
  private:
   Sampler& sampler_for(const Sequence& seq);
+  // Records a prompt_logprobs sequence's scores from its `num_rows` prompt rows of `logits`
+  // (positions first_position, first_position + 1, ...) in prompt_logprobs_.
+  void gather_prompt_logprobs(const Sequence& seq, int64_t first_position, int64_t num_rows,
+                              std::span<const float> logits);
   // One sampling row's grammar: its matcher (null: unconstrained) and next-token mask.
   struct GrammarRow {
     GrammarMatcher* matcher = nullptr;
@@ -68,8 +72,13 @@ class ModelExecutor final : public Executor {
   std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
   std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling row
   // Prompt logprobs gathered over a prompt_logprobs request's chunks until its first token takes
-  // them (index i scores prompt token i + 1).
-  std::unordered_map<int64_t, std::vector<float>> prompt_logprobs_;
+  // them (index i scores prompt token i + 1), with the alternatives when prompt_top_n_tokens > 0.
+  struct PromptLogprobs {
+    std::vector<float> logprobs;
+    std::vector<std::vector<TokenLogprob>> top_tokens;
+  };
+  std::unordered_map<int64_t, PromptLogprobs> prompt_logprobs_;
+  std::vector<int32_t> top_scratch_;  // top_n_logprobs' heap for prompt rows
   StepInputs inputs_;
   std::vector<float> logits_;  // [sampling sequences, vocab_size]
   bool reject_non_finite_logits_ = false;

@@ -57,7 +57,10 @@ SampleResult Sampler::sample(std::span<float> logits, std::span<const int32_t> t
   SampleResult result;
   result.id = is_random_ ? draw(logits, norm) : norm.argmax;
   result.logprob = norm.logprob(logits[static_cast<size_t>(result.id)]);
-  if (params_.top_n_tokens > 0) result.top_tokens = top_tokens(logits, norm);
+  if (params_.top_n_tokens > 0) {
+    result.top_tokens =
+        top_n_logprobs(logits, norm, static_cast<size_t>(params_.top_n_tokens), scratch_.ids);
+  }
   return result;
 }
 
@@ -92,14 +95,14 @@ int32_t Sampler::draw(std::span<const float> scores, const LogSoftmax& norm) {
   return last_possible;  // not reached: the stretch's total passes the target
 }
 
-std::vector<TokenLogprob> Sampler::top_tokens(std::span<const float> scores,
-                                              const LogSoftmax& norm) {
-  const size_t n = std::min(static_cast<size_t>(params_.top_n_tokens), scores.size());
+std::vector<TokenLogprob> top_n_logprobs(std::span<const float> scores, const LogSoftmax& norm,
+                                         size_t n, std::vector<int32_t>& heap) {
+  n = std::min(n, scores.size());
+  if (n == 0) return {};
   auto better = [&](int32_t a, int32_t b) {
     return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
   };
   // Heap of the n best so far, worst on top; n is small (TGI caps it at 5 by default).
-  auto& heap = scratch_.ids;
   heap.clear();
   for (size_t i = 0; i < scores.size(); ++i) {
     const auto id = static_cast<int32_t>(i);

@@ -14,6 +14,11 @@
 
 namespace lm {
 
+// TGI's top_n_tokens of one row: the n best ids by score (ties: lower id) plus every id tied with
+// the n-th, as logprobs under `norm`, best first; -inf ids are never listed. `heap` is scratch.
+std::vector<TokenLogprob> top_n_logprobs(std::span<const float> scores, const LogSoftmax& norm,
+                                         size_t n, std::vector<int32_t>& heap);
+
 class Sampler {
  public:
   Sampler(const SamplingParams& params, std::span<const int32_t> prompt_ids);
@@ -32,7 +37,6 @@ class Sampler {
 
  private:
   int32_t draw(std::span<const float> scores, const LogSoftmax& norm);
-  std::vector<TokenLogprob> top_tokens(std::span<const float> scores, const LogSoftmax& norm);
 
   SamplingParams params_;
   bool is_random_;

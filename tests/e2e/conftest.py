@@ -143,6 +143,25 @@ def server():
         yield s
 
 
+# The default model's float copy (`make fixtures-test`) and transformers' prompt logprobs for it
+# (scripts/fixtures/make_prompt_logprob_references.py); fp32 activations here as there.
+SMOLLM2_F32 = LAUNCHER.parents[2] / "test-models" / "smollm2-f32"
+PROMPT_LOGPROBS = json.loads((ROOT / "tests/fixtures/prompt_logprobs/smollm2.json").read_text())
+PROMPT_LOGPROB_TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="session")
+def prefill_logprobs_server():
+    """The float copy with --enable-prefill-logprobs (prompt logprobs: TGI's details.prefill,
+    OpenAI completions' echo with logprobs), room for the fixture's longest prompt."""
+    if not (SMOLLM2_F32 / "config.json").exists():
+        pytest.fail(f"{SMOLLM2_F32} missing: run `make fixtures-test`")
+    env = {"MAX_INPUT_TOKENS": "1024", "MAX_TOTAL_TOKENS": "1100"}
+    with launch_server(["--model-id", str(SMOLLM2_F32), "--enable-prefill-logprobs"], env=env,
+                       use_flags_for_port=False) as s:
+        yield s
+
+
 # ---- helpers ---------------------------------------------------------------------------------
 
 _SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")

@@ -282,12 +282,21 @@ def test_completions_multi_prompt(oai, server):
 
 def test_completions_echo_and_logprobs(oai):
     r = oai.completions.create(model="tgi", prompt="The sea is", max_tokens=4, temperature=0,
-                               echo=True, logprobs=2)
+                               echo=True)
     c = r.choices[0]
-    assert c.text.startswith("The sea is")
+    assert c.text.startswith("The sea is") and c.logprobs is None
+    r = oai.completions.create(model="tgi", prompt="The sea is", max_tokens=4, temperature=0,
+                               logprobs=2)
+    c = r.choices[0]
     assert len(c.logprobs.tokens) == r.usage.completion_tokens
-    assert all(len(t) >= 1 for t in c.logprobs.top_logprobs)
-    assert c.logprobs.text_offset[0] == len("The sea is")
+    assert all(len(t) >= 2 for t in c.logprobs.top_logprobs)
+    assert c.logprobs.text_offset[0] == 0
+    # Both: the prompt's logprobs too, which this server (no --enable-prefill-logprobs) does not
+    # compute; refused rather than answered without them (test_completions_echo_logprobs.py).
+    for stream in (False, True):
+        with pytest.raises(UnprocessableEntityError, match="--enable-prefill-logprobs"):
+            oai.completions.create(model="tgi", prompt="The sea is", max_tokens=1, temperature=0,
+                                   echo=True, logprobs=1, stream=stream)
 
 
 def test_completions_async(server):
@@ -358,7 +367,8 @@ BAD_COMPLETIONS = [
     {"prompt": []},
     {"prompt": ["a"] * 9},
     {"prompt": "a", "suffix": "b"},
-    {"prompt": [1, 2]},
+    {"prompt": [1, "a"]},
+    {"prompt": [10**9]},  # token ids are a prompt; this one is outside the vocabulary
     {"prompt": ""},
     {"prompt": "a", "logprobs": 50},
     {"model": "x"},

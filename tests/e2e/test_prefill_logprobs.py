@@ -4,27 +4,13 @@ scripts/fixtures/make_prompt_logprob_references.py on the default model's float 
 fp32 activations here as there). Without the flag the answer stays TGI 3's `prefill: []`
 (test_clients.py).
 """
-import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import LAUNCHER, ROOT, launch_server
-
-SMOLLM2_F32 = LAUNCHER.parents[2] / "test-models" / "smollm2-f32"
-FIXTURE = json.loads((ROOT / "tests/fixtures/prompt_logprobs/smollm2.json").read_text())
-TOLERANCE = 1e-4
-
-
-@pytest.fixture(scope="module")
-def f32_server():
-    if not (SMOLLM2_F32 / "config.json").exists():
-        pytest.fail(f"{SMOLLM2_F32} missing: run `make fixtures-test`")
-    env = {"MAX_INPUT_TOKENS": "1024", "MAX_TOTAL_TOKENS": "1100"}
-    with launch_server(["--model-id", str(SMOLLM2_F32), "--enable-prefill-logprobs"], env=env,
-                       use_flags_for_port=False) as s:
-        yield s
+from conftest import PROMPT_LOGPROB_TOLERANCE as TOLERANCE
+from conftest import PROMPT_LOGPROBS as FIXTURE
 
 
 def generate(server, prompt, **params):
@@ -43,31 +29,32 @@ def check_prefill(prefill, case):
 
 
 @pytest.mark.parametrize("case", FIXTURE["cases"], ids=lambda c: f"{len(c['prompt_ids'])}-tokens")
-def test_prefill_logprobs_equal_transformers(f32_server, case):
-    body = generate(f32_server, case["prompt"])
+def test_prefill_logprobs_equal_transformers(prefill_logprobs_server, case):
+    body = generate(prefill_logprobs_server, case["prompt"])
     check_prefill(body["details"]["prefill"], case)
     # Each prompt token's text is that token decoded alone.
     assert "".join(t["text"] for t in body["details"]["prefill"]).strip()
 
 
-def test_asking_for_them_changes_no_token_and_the_cache_is_bypassed(f32_server):
+def test_asking_for_them_changes_no_token_and_the_cache_is_bypassed(prefill_logprobs_server):
     case = FIXTURE["cases"][1]
-    plain = generate(f32_server, case["prompt"], decoder_input_details=False, max_new_tokens=8)
+    plain = generate(prefill_logprobs_server, case["prompt"], decoder_input_details=False,
+                     max_new_tokens=8)
     assert plain["details"]["prefill"] == []
     for _ in range(2):  # the second time the prompt's blocks are in the prefix cache
-        body = generate(f32_server, case["prompt"], max_new_tokens=8)
+        body = generate(prefill_logprobs_server, case["prompt"], max_new_tokens=8)
         assert [t["id"] for t in body["details"]["tokens"]] == \
             [t["id"] for t in plain["details"]["tokens"]]
         check_prefill(body["details"]["prefill"], case)
 
 
-def test_concurrent_requests_and_best_of_each_get_their_own(f32_server):
+def test_concurrent_requests_and_best_of_each_get_their_own(prefill_logprobs_server):
     cases = FIXTURE["cases"]
     with ThreadPoolExecutor(len(cases)) as pool:
-        bodies = list(pool.map(lambda c: generate(f32_server, c["prompt"]), cases))
+        bodies = list(pool.map(lambda c: generate(prefill_logprobs_server, c["prompt"]), cases))
     for body, case in zip(bodies, cases):
         check_prefill(body["details"]["prefill"], case)
-    body = generate(f32_server, cases[0]["prompt"], best_of=2, do_sample=True)
+    body = generate(prefill_logprobs_server, cases[0]["prompt"], best_of=2, do_sample=True)
     check_prefill(body["details"]["prefill"], cases[0])
     for seq in body["details"]["best_of_sequences"]:
         check_prefill(seq["prefill"], cases[0])

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -237,6 +238,58 @@ TEST_F(ModelExecutorTest, PromptLogprobsComeWithTheFirstTokenWhateverTheChunks) 
   if (!found) {
     EXPECT_LT(lp0[0], first.tokens[0].top_tokens.back().logprob);
   }
+}
+
+TEST_F(ModelExecutorTest, PromptTopTokensRankEachPromptPositionWhateverTheChunks) {
+  std::vector<EngineRequest> reqs = requests();
+  for (EngineRequest& r : reqs) {
+    r.prompt_logprobs = true;
+    r.use_prefix_cache = false;
+    r.prompt_top_n_tokens = 3;
+  }
+  const std::vector<GenerationResult> whole = generate_together(reqs, 4096);
+  const std::vector<GenerationResult> chunked = generate_together(reqs, 4);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(i);
+    const SampleResult& first = whole[i].tokens[0];
+    ASSERT_EQ(first.prompt_top_tokens.size(), reqs[i].prompt_ids.size() - 1);
+    ASSERT_EQ(chunked[i].tokens[0].prompt_top_tokens.size(), first.prompt_top_tokens.size());
+    for (size_t p = 0; p < first.prompt_top_tokens.size(); ++p) {
+      const std::vector<TokenLogprob>& top = first.prompt_top_tokens[p];
+      ASSERT_GE(top.size(), 3u);
+      for (size_t k = 1; k < top.size(); ++k) EXPECT_GE(top[k - 1].logprob, top[k].logprob);
+      // The prompt token is listed with its own logprob, or scores below every listed one.
+      const int32_t id = reqs[i].prompt_ids[p + 1];
+      auto it = std::find_if(top.begin(), top.end(),
+                             [&](const TokenLogprob& alt) { return alt.id == id; });
+      if (it != top.end()) {
+        EXPECT_NEAR(it->logprob, first.prompt_logprobs[p], 1e-5);
+      } else {
+        EXPECT_LT(first.prompt_logprobs[p], top.back().logprob);
+      }
+      const std::vector<TokenLogprob>& other = chunked[i].tokens[0].prompt_top_tokens[p];
+      ASSERT_EQ(other.size(), top.size());
+      for (size_t k = 0; k < top.size(); ++k) {
+        EXPECT_EQ(other[k].id, top[k].id);
+        EXPECT_NEAR(other[k].logprob, top[k].logprob, 1e-4);
+      }
+    }
+  }
+  // Position 0's alternatives are those a one-token prompt's first (greedy, unprocessed) token
+  // reports; without prompt_top_n_tokens there are none.
+  EngineRequest one;
+  one.prompt_ids = {reqs[0].prompt_ids[0]};
+  one.max_new_tokens = 1;
+  one.sampling.top_n_tokens = 3;
+  const std::vector<TokenLogprob> expected = generate_alone(one).tokens[0].top_tokens;
+  const std::vector<TokenLogprob>& top0 = whole[0].tokens[0].prompt_top_tokens[0];
+  ASSERT_EQ(top0.size(), expected.size());
+  for (size_t k = 0; k < top0.size(); ++k) {
+    EXPECT_EQ(top0[k].id, expected[k].id);
+    EXPECT_NEAR(top0[k].logprob, expected[k].logprob, 1e-4);
+  }
+  reqs[0].prompt_top_n_tokens = 0;
+  EXPECT_TRUE(generate_alone(reqs[0]).tokens[0].prompt_top_tokens.empty());
 }
 
 // Plays the Scheduler by hand: each step every unfinished sequence computes up to `chunk` of its

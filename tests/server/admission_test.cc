@@ -252,6 +252,60 @@ TEST_F(AdmissionTable, SeedIsReportedOnlyForRandomChoices) {
     EXPECT_FALSE(c.reported_seed.has_value());
 }
 
+TEST_F(AdmissionTable, PromptLogprobsBypassThePrefixCacheAndRankAlternatives) {
+  // Completions' echo with logprobs: every choice, streamed or not, scores its prompt.
+  for (bool stream : {false, true}) {
+    AdmissionRequest request = route_request(Route::kCompletion, Ask{10, 5, 0.0f, {}});
+    request.prompt_logprobs = true;
+    request.parameters.top_n_tokens = 2;
+    request.streaming = stream;
+    request.n = 2;
+    auto admitted = admit(state_, std::move(request));
+    ASSERT_TRUE(std::holds_alternative<Admission>(admitted));
+    ASSERT_EQ(std::get<Admission>(admitted).generations.size(), 2u);
+    for (const AdmittedGeneration& g : std::get<Admission>(admitted).generations) {
+      EXPECT_TRUE(g.engine_request.prompt_logprobs);
+      EXPECT_FALSE(g.engine_request.use_prefix_cache);
+      EXPECT_EQ(g.engine_request.prompt_top_n_tokens, 2);
+    }
+  }
+  // TGI's decoder_input_details: the prompt's logprobs only with the flag, no alternatives.
+  AdmissionRequest details = route_request(Route::kGenerate, Ask{10, 5, {}, {}});
+  details.parameters.decoder_input_details = true;
+  details.parameters.top_n_tokens = 2;
+  for (bool enabled : {false, true}) {
+    state_.settings.enable_prefill_logprobs = enabled;
+    auto admitted = admit(state_, details);
+    ASSERT_TRUE(std::holds_alternative<Admission>(admitted));
+    const EngineRequest& r = std::get<Admission>(admitted).generations[0].engine_request;
+    EXPECT_EQ(r.prompt_logprobs, enabled);
+    EXPECT_FALSE(r.use_prefix_cache);
+    EXPECT_EQ(r.prompt_top_n_tokens, 0);
+  }
+}
+
+TEST_F(AdmissionTable, TokenIdPromptsRunAsGiven) {
+  // The tokenizer has one token, "a" (id 0); the ids are not re-tokenized.
+  auto parsed = parse_completion_request(R"({"prompt":[[0,0,0],[0]],"max_tokens":2})");
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
+  auto admitted =
+      admit(state_, completion_admission_request(std::get<CompletionRequest>(std::move(parsed))));
+  ASSERT_TRUE(std::holds_alternative<Admission>(admitted));
+  const Admission& admission = std::get<Admission>(admitted);
+  ASSERT_EQ(admission.prompts.size(), 2u);
+  EXPECT_EQ(admission.prompts[0].valid.inputs, "a a a");  // decoded (no decoder: space-joined)
+  EXPECT_EQ(admission.prompts[0].ids, (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(admission.prompts[1].ids, (std::vector<int32_t>{0}));
+  EXPECT_EQ(admission.generations[1].engine_request.prompt_ids, (std::vector<int32_t>{0}));
+  // An id outside the vocabulary, and an empty prompt, are 422s.
+  for (const char* body : {R"({"prompt":[0,1]})", R"({"prompt":[[0],[]]})"}) {
+    auto bad = admit(state_, completion_admission_request(
+                                 std::get<CompletionRequest>(parse_completion_request(body))));
+    ASSERT_TRUE(std::holds_alternative<AdmissionFailure>(bad)) << body;
+    EXPECT_EQ(std::get<AdmissionFailure>(bad).error.status, 422);
+  }
+}
+
 TEST_F(AdmissionTable, ChatTemplateFailureIsATemplateError) {
   state_.chat_template.reset();
   auto result = admit_by(Route::kChat, Ask{10, 5, {}, {}});

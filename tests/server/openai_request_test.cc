@@ -198,24 +198,90 @@ TEST(ParseCompletionRequest, PromptStringOrList) {
   parsed = parse_completion_request(R"({"prompt":["a","b"],"stop":["x","y"]})");
   ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed));
   EXPECT_EQ(std::get<CompletionRequest>(parsed).prompts.size(), 2u);
-  parsed = parse_completion_request(R"({"prompt":[1,2]})");
-  EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed));
   parsed = parse_completion_request(R"({"model":"x"})");
   ASSERT_TRUE(std::holds_alternative<BodyRejection>(parsed));
   EXPECT_NE(std::get<BodyRejection>(parsed).body.find("missing field `prompt`"), std::string::npos);
+}
+
+TEST(ParseCompletionRequest, PromptTokenIds) {
+  auto ids = [](std::string_view body) {
+    auto parsed = parse_completion_request(body);
+    EXPECT_TRUE(std::holds_alternative<CompletionRequest>(parsed)) << body;
+    const CompletionRequest& r = std::get<CompletionRequest>(parsed);
+    EXPECT_TRUE(r.prompts.empty());
+    return r.prompt_ids;
+  };
+  using Ids = std::vector<std::vector<int32_t>>;
+  EXPECT_EQ(ids(R"({"prompt":[1,2]})"), (Ids{{1, 2}}));
+  EXPECT_EQ(ids(R"({"prompt":[[1,2],[3],[]]})"), (Ids{{1, 2}, {3}, {}}));
+  auto rejection = [](std::string_view body) {
+    auto parsed = parse_completion_request(body);
+    EXPECT_TRUE(std::holds_alternative<BodyRejection>(parsed)) << body;
+    return std::holds_alternative<BodyRejection>(parsed) ? std::get<BodyRejection>(parsed).body
+                                                         : std::string();
+  };
+  EXPECT_NE(rejection(R"({"prompt":[1,"a"]})").find("prompt[1]: invalid type"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[-1]})").find("expected a token id"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[4294967296]})").find("expected a token id"), std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":[[1],"a"]})").find("prompt[1]: invalid type"),
+            std::string::npos);
+  EXPECT_NE(rejection(R"({"prompt":["a",1]})").find("prompt[1]: invalid type"), std::string::npos);
+  // They count as prompts.
+  const ValidationLimits limits;
+  auto v = [&](std::string_view body) {
+    return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
+                                       limits, 4, 4, false);
+  };
+  EXPECT_FALSE(v(R"({"prompt":[[1],[2],[3],[4]]})").has_value());
+  EXPECT_EQ(v(R"({"prompt":[[1],[2],[3],[4],[5]]})")->error_type, "batch size exceeded");
 }
 
 TEST(ValidateCompletionRequest, TgiErrors) {
   const ValidationLimits limits;
   auto v = [&](std::string_view body) {
     return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
-                                       limits, 4, 4);
+                                       limits, 4, 4, /*prompt_logprobs_enabled=*/false);
   };
   EXPECT_FALSE(v(R"({"prompt":"a"})").has_value());
   EXPECT_EQ(v(R"({"prompt":"a","suffix":"b"})")->error_type, "suffix not supported");
   EXPECT_EQ(v(R"({"prompt":["a","b","c","d","e"]})")->error_type, "batch size exceeded");
   EXPECT_EQ(v(R"({"prompt":[]})")->status, 422);
   EXPECT_EQ(v(R"({"prompt":"a","logprobs":6})")->status, 422);
+}
+
+TEST(ValidateCompletionRequest, EchoWithLogprobsNeedsPromptLogprobs) {
+  const ValidationLimits limits;
+  auto v = [&](std::string_view body, bool enabled) {
+    return validate_completion_request(std::get<CompletionRequest>(parse_completion_request(body)),
+                                       limits, 4, 4, enabled);
+  };
+  const auto error = v(R"({"prompt":"a","echo":true,"logprobs":0})", false);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->status, 422);
+  EXPECT_EQ(error->error_type, "validation");
+  EXPECT_NE(error->error.find("--enable-prefill-logprobs"), std::string::npos) << error->error;
+  EXPECT_FALSE(v(R"({"prompt":"a","echo":true,"logprobs":1})", true).has_value());
+  // Either alone needs no prompt logprobs.
+  EXPECT_FALSE(v(R"({"prompt":"a","echo":true})", false).has_value());
+  EXPECT_FALSE(v(R"({"prompt":"a","logprobs":1})", false).has_value());
+}
+
+TEST(CompletionAdmissionRequest, EchoWithLogprobsAsksForThePromptsLogprobs) {
+  auto admission = [](std::string_view body) {
+    return completion_admission_request(
+        std::get<CompletionRequest>(parse_completion_request(body)));
+  };
+  AdmissionRequest r = admission(R"({"prompt":"a","echo":true,"logprobs":2,"max_tokens":3})");
+  EXPECT_TRUE(r.prompt_logprobs);
+  EXPECT_EQ(r.parameters.top_n_tokens, 2u);
+  EXPECT_EQ(r.parameters.max_new_tokens, 3u);
+  EXPECT_FALSE(admission(R"({"prompt":"a","logprobs":2})").prompt_logprobs);
+  EXPECT_FALSE(admission(R"({"prompt":"a","echo":true})").prompt_logprobs);
+  // max_tokens 0 with echo scores the prompt: one token runs (and is dropped by the sink).
+  EXPECT_EQ(admission(R"({"prompt":"a","echo":true,"max_tokens":0})").parameters.max_new_tokens,
+            1u);
+  // Without echo it stays 0, for TGI's "must be strictly positive".
+  EXPECT_EQ(admission(R"({"prompt":"a","max_tokens":0})").parameters.max_new_tokens, 0u);
 }
 
 TEST(InvocationShape, DispatchesByKey) {

@@ -6,6 +6,7 @@ namespace lm {
 namespace {
 
 const OpenAiMeta kMeta{"m", "3.3.6-dev0-native", 1700000000};
+using Alternatives = std::vector<TokenAlternative>;
 
 TEST(OpenAiResponse, ChatCompletion) {
   ChatChoice c;
@@ -71,13 +72,32 @@ TEST(OpenAiResponse, CompletionChunksFollowTgiKeyOrder) {
             R"("text":"x","logprobs":null,"finish_reason":""}],"model":"m",)"
             R"("system_fingerprint":"3.3.6-dev0-native"})");
   c.finish_reason = "eos_token";
-  c.logprobs = CompletionLogprobs{{"x"}, {-1.0f}, {{{"x", -1.0f}}}, {0}};
+  c.logprobs = CompletionLogprobs{{"x"}, {-1.0f}, {Alternatives{{"x", -1.0f}}}, {0}};
   EXPECT_EQ(completion_chunk_json(kMeta, c, OpenAiUsage{3, 1}),
             R"({"object":"text_completion","id":"","created":1700000000,"model":"m",)"
             R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"text":"x",)"
             R"("logprobs":{"tokens":["x"],"token_logprobs":[-1.0],"top_logprobs":[{"x":-1.0}],)"
             R"("text_offset":[0]},"finish_reason":"eos_token"}],"usage":{"prompt_tokens":3,)"
             R"("completion_tokens":1,"total_tokens":4}})");
+}
+
+TEST(OpenAiResponse, EchoedPromptLogprobsStartWithNulls) {
+  CompletionChoice c;
+  c.text = "ab c";
+  CompletionLogprobs lp;
+  lp.tokens = {"ab", " c"};
+  lp.token_logprobs = {std::nullopt, -0.25f};
+  lp.top_logprobs = {std::nullopt, Alternatives{{" c", -0.25f}, {" d", -2.0f}}};
+  lp.text_offset = {0, 2};
+  c.logprobs = lp;
+  c.finish_reason = "length";
+  EXPECT_EQ(completion_json(kMeta, {c}, OpenAiUsage{2, 0}),
+            R"({"object":"text_completion","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"text":"ab c",)"
+            R"("logprobs":{"tokens":["ab"," c"],"token_logprobs":[null,-0.25],)"
+            R"("top_logprobs":[null,{" c":-0.25," d":-2.0}],"text_offset":[0,2]},)"
+            R"("finish_reason":"length"}],"usage":{"prompt_tokens":2,"completion_tokens":0,)"
+            R"("total_tokens":2}})");
 }
 
 TEST(OpenAiResponse, Errors) {

@@ -75,8 +75,11 @@ void add_generations(Admission& admission, size_t prompt_idx, uint64_t num_choic
       clamped_max_new_tokens(prompt.valid, prompt.ids.size(), settings.limits.max_total_tokens);
   // TGI bypasses the prefix cache for requests that ask for prompt logprobs, and computes them
   // only with --enable-prefill-logprobs (else details.prefill stays []).
-  base.use_prefix_cache = !prompt.valid.decoder_input_details;
-  base.prompt_logprobs = prompt.valid.decoder_input_details && settings.enable_prefill_logprobs;
+  base.use_prefix_cache = !prompt.valid.decoder_input_details && !request.prompt_logprobs;
+  base.prompt_logprobs = (prompt.valid.decoder_input_details && settings.enable_prefill_logprobs) ||
+                         request.prompt_logprobs;
+  if (request.prompt_logprobs)
+    base.prompt_top_n_tokens = static_cast<int32_t>(prompt.valid.top_n_tokens);
   base.grammar = prompt.grammar;  // shared; each generation gets its own matcher
   std::mt19937_64 seeds(prompt.valid.seed);
   for (uint64_t choice = 0; choice < num_choices; ++choice) {
@@ -102,8 +105,9 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
                                       std::to_string(state.tokenizer->vocab_size()) + ")"));
     }
   }
+  // Each prompt's ids when they are given (else its text is tokenized).
+  std::vector<std::optional<std::vector<int32_t>>> given_ids(request.prompts.size());
   // A chat request is one prompt, the template's rendering, with the template's own ids.
-  std::optional<std::vector<int32_t>> chat_ids;
   if (request.messages) {
     LM_CHECK(request.prompts.empty());
     const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
@@ -112,7 +116,19 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
     if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(*error, kTemplate);
     ChatPrompt& chat = std::get<ChatPrompt>(prompt_or);
     request.prompts = {std::move(chat.text)};
-    chat_ids = std::move(chat.ids);
+    given_ids = {std::move(chat.ids)};
+  }
+  // Token-id prompts (completions) run as given; their text is what they decode to.
+  for (std::vector<int32_t>& ids : request.prompt_ids) {
+    for (int32_t id : ids) {
+      if (id >= state.tokenizer->vocab_size()) {
+        return failure(validation_error("`prompt` token id " + std::to_string(id) +
+                                        " is not in the vocabulary (size " +
+                                        std::to_string(state.tokenizer->vocab_size()) + ")"));
+      }
+    }
+    request.prompts.push_back(state.tokenizer->decode(ids, /*skip_special_tokens=*/false));
+    given_ids.push_back(std::move(ids));
   }
   // best_of 0 behaves as 1 (TGI validates best_of only when > 1).
   const uint64_t num_choices =
@@ -123,8 +139,9 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
 
   Admission admission;
   admission.permit = std::make_shared<ConcurrencyPermit>(std::move(*permit_or));
-  for (std::string& text : request.prompts) {
-    auto prompt_or = admit_prompt(state, std::move(text), std::move(chat_ids), request);
+  for (size_t i = 0; i < request.prompts.size(); ++i) {
+    auto prompt_or =
+        admit_prompt(state, std::move(request.prompts[i]), std::move(given_ids[i]), request);
     if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(std::move(*error));
     admission.prompts.push_back(std::move(std::get<AdmittedPrompt>(prompt_or)));
   }

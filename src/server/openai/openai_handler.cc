@@ -109,7 +109,7 @@ struct CompletionRoute {
   static std::optional<ApiError> validate(const CompletionRequest& completion,
                                           const ServerSettings& s) {
     return validate_completion_request(completion, s.limits, s.max_client_batch_size,
-                                       s.max_client_batch_size);
+                                       s.max_client_batch_size, s.enable_prefill_logprobs);
   }
   static AdmissionRequest admission_request(CompletionRequest&& completion) {
     return completion_admission_request(std::move(completion));
@@ -120,12 +120,13 @@ struct CompletionRoute {
     out.kind = OpenAiKind::kCompletion;
     out.stream = completion.stream;
     out.logprobs = completion.logprobs.has_value();
+    out.prompt_only = completion.echo && completion.max_tokens == 0u;
     out.meta = {s.model_id, system_fingerprint(), unix_seconds()};
     return out;
   }
   static bool echo(const CompletionRequest& completion) { return completion.echo; }
   static size_t num_prompts(const CompletionRequest& completion) {
-    return completion.prompts.size();
+    return completion.num_prompts();
   }
 };
 

@@ -129,6 +129,37 @@ std::vector<std::string> string_or_list(const Json& object, const char* key) {
   return out;
 }
 
+// One token-id prompt: a sequence of ids, each an int32 >= 0 (the vocabulary is checked at
+// admission).
+std::vector<int32_t> token_ids(const Json& v, const std::string& path) {
+  if (!v.is_array()) fail_type(path, v, "a sequence of token ids");
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& e = v[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!e.is_number_integer()) fail_type(at, e, "a token id");
+    if (!e.is_number_unsigned() || e.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX))
+      throw ShapeError{at + ": invalid value: integer `" + e.dump() + "`, expected a token id"};
+    out.push_back(static_cast<int32_t>(e.get<uint64_t>()));
+  }
+  return out;
+}
+
+// OpenAI's `prompt`: a string or a list of strings (into `prompts`), or a list of token ids or a
+// list of such lists (into `prompt_ids`).
+void read_prompt(const Json& body, CompletionRequest& r) {
+  const Json* v = member(body, "prompt");
+  if (v == nullptr) throw ShapeError{"missing field `prompt`"};
+  if (!v->is_array() || v->empty() || (*v)[0].is_string()) {
+    r.prompts = string_or_list(body, "prompt");
+  } else if ((*v)[0].is_array()) {
+    for (size_t i = 0; i < v->size(); ++i)
+      r.prompt_ids.push_back(token_ids((*v)[i], "prompt[" + std::to_string(i) + "]"));
+  } else {
+    r.prompt_ids.push_back(token_ids(*v, "prompt"));
+  }
+}
+
 // TGI's flattening of message content: a string, or parts (text as-is, images as markdown).
 std::string flatten_content(const Json& content, const std::string& path) {
   if (content.is_string()) return content.get<std::string>();
@@ -379,8 +410,7 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
 std::variant<CompletionRequest, BodyRejection> parse_completion_request(std::string_view body) {
   return parse_with<CompletionRequest>(body, [](const Json& b, CompletionRequest& r) {
     r.model = opt_string(b, "model");
-    if (member(b, "prompt") == nullptr) throw ShapeError{"missing field `prompt`"};
-    r.prompts = string_or_list(b, "prompt");
+    read_prompt(b, r);
     r.max_tokens = opt_u32(b, "max_tokens");
     r.temperature = opt_f32(b, "temperature");
     r.top_p = opt_f32(b, "top_p");
@@ -481,14 +511,21 @@ std::optional<ApiError> validate_chat_request(const ChatRequest& request,
 
 std::optional<ApiError> validate_completion_request(const CompletionRequest& request,
                                                     const ValidationLimits& limits, uint64_t max_n,
-                                                    size_t max_prompts) {
+                                                    size_t max_prompts,
+                                                    bool prompt_logprobs_enabled) {
   if (request.has_suffix) return suffix_not_supported_error();
-  if (request.prompts.empty()) {
+  if (request.num_prompts() == 0) {
     return validation_error("Empty array detected. Do not use an empty array for the prompt.");
   }
-  if (request.prompts.size() > max_prompts) return batch_size_exceeded_error(max_prompts);
+  if (request.num_prompts() > max_prompts) return batch_size_exceeded_error(max_prompts);
   if (auto e = check_n(request.n, max_n)) return e;
   if (auto e = check_top_n(request.logprobs, "logprobs", limits)) return e;
+  // Fail closed: echo with logprobs must not come back without the prompt's logprobs.
+  if (request.echo && request.logprobs && !prompt_logprobs_enabled) {
+    return validation_error(
+        "`echo` with `logprobs` returns the prompt's logprobs, which this server computes only "
+        "when started with --enable-prefill-logprobs");
+  }
   if (auto e = check_logit_bias(request.logit_bias)) return e;
   return check_penalty(request.presence_penalty, "presence_penalty");
 }
@@ -554,6 +591,7 @@ GenerateParameters completion_generate_parameters(const CompletionRequest& reque
   GenerateParameters p = shared_generate_parameters(request);
   p.repetition_penalty = request.repetition_penalty;
   if (request.logprobs) p.top_n_tokens = request.logprobs;
+  if (request.echo && request.max_tokens == 0u) p.max_new_tokens = 1;
   return p;
 }
 
@@ -573,7 +611,9 @@ AdmissionRequest chat_admission_request(ChatRequest request) {
 
 AdmissionRequest completion_admission_request(CompletionRequest request) {
   AdmissionRequest out = shared_admission_request(request, completion_generate_parameters(request));
+  out.prompt_logprobs = request.echo && request.logprobs.has_value();
   out.prompts = std::move(request.prompts);  // each validated as its own generation (TGI)
+  out.prompt_ids = std::move(request.prompt_ids);
   return out;
 }
 

@@ -51,6 +51,9 @@ struct ChatRequest {
 struct CompletionRequest {
   std::optional<std::string> model;
   std::vector<std::string> prompts;  // a string or a list of strings
+  // Or (OpenAI's other shapes; TGI takes strings only) a list of token ids, or a list of such
+  // lists: each a prompt of exactly those tokens.
+  std::vector<std::vector<int32_t>> prompt_ids;
   std::optional<uint32_t> max_tokens;
   std::optional<float> temperature;
   std::optional<float> top_p;
@@ -66,6 +69,8 @@ struct CompletionRequest {
   bool echo = false;
   std::optional<uint32_t> logprobs;  // number of top alternatives per token (legacy format)
   uint64_t n = 1;
+
+  size_t num_prompts() const { return prompts.size() + prompt_ids.size(); }
 };
 
 std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view body);
@@ -82,18 +87,24 @@ InvocationShape invocation_shape(std::string_view body);
 // presence_penalty. `max_n` bounds n (the server's --max-client-batch-size).
 std::optional<ApiError> validate_chat_request(const ChatRequest& request,
                                               const ValidationLimits& limits, uint64_t max_n);
+// Completions: echo with logprobs returns the prompt's logprobs, computed only when
+// `prompt_logprobs_enabled` (--enable-prefill-logprobs); otherwise a 422 naming the flag.
 std::optional<ApiError> validate_completion_request(const CompletionRequest& request,
                                                     const ValidationLimits& limits, uint64_t max_n,
-                                                    size_t max_prompts);
+                                                    size_t max_prompts,
+                                                    bool prompt_logprobs_enabled);
 
 // TGI's mapping onto /generate parameters (spec §1.8, §1.9): temperature 0 is greedy and any
 // other value (absent included) samples; top_p 1 means off here (TGI rejects it); details on.
-// presence_penalty is not mapped (see openai_handler.cc).
+// presence_penalty is not mapped (see openai_handler.cc). Completions' max_tokens 0 with echo
+// (scoring the prompt only, as OpenAI's legacy API and vLLM allow) runs for 1 token: the prompt's
+// pass samples it anyway, and the sink drops it.
 GenerateParameters chat_generate_parameters(const ChatRequest& request);
 GenerateParameters completion_generate_parameters(const CompletionRequest& request);
 
 // The whole request as admission takes it: the mapped parameters, the messages (chat) or prompts
-// (completions), n, streaming, and OpenAI's presence penalty.
+// (completions), n, streaming, OpenAI's presence penalty, and (completions' echo with logprobs)
+// the prompt logprobs.
 AdmissionRequest chat_admission_request(ChatRequest request);
 // What the chat template gets for the request's tools (nullopt: no tools in use).
 std::optional<ChatToolPrompt> chat_tool_prompt(const ChatRequest& request);

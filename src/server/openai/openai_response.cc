@@ -46,16 +46,21 @@ void append_completion_logprobs(std::string& out, const std::optional<Completion
   out += "],\"token_logprobs\":[";
   for (size_t i = 0; i < lp->token_logprobs.size(); ++i) {
     if (i > 0) out += ',';
-    out += json_f32(lp->token_logprobs[i]);
+    out += lp->token_logprobs[i] ? json_f32(*lp->token_logprobs[i]) : "null";
   }
   out += "],\"top_logprobs\":[";
   for (size_t i = 0; i < lp->top_logprobs.size(); ++i) {
     if (i > 0) out += ',';
+    if (!lp->top_logprobs[i]) {
+      out += "null";
+      continue;
+    }
     out += '{';
-    for (size_t j = 0; j < lp->top_logprobs[i].size(); ++j) {
+    const std::vector<TokenAlternative>& top = *lp->top_logprobs[i];
+    for (size_t j = 0; j < top.size(); ++j) {
       if (j > 0) out += ',';
-      append_json_string(out, lp->top_logprobs[i][j].token);
-      out += ':' + json_f32(lp->top_logprobs[i][j].logprob);
+      append_json_string(out, top[j].token);
+      out += ':' + json_f32(top[j].logprob);
     }
     out += '}';
   }

@@ -82,12 +82,14 @@ std::string chat_tool_chunk_json(const OpenAiMeta& meta, uint32_t index,
 // stream_options.include_usage: the last chunk, "choices":[] with the usage.
 std::string chat_usage_chunk_json(const OpenAiMeta& meta, const OpenAiUsage& usage);
 
-// The legacy completions logprobs object (OpenAI's shape; TGI always sends null).
+// The legacy completions logprobs object (OpenAI's shape; TGI always sends null). One entry per
+// token; an echoed prompt's first token has neither logprob nor alternatives (null).
 struct CompletionLogprobs {
   std::vector<std::string> tokens;
-  std::vector<float> token_logprobs;
-  std::vector<std::vector<TokenAlternative>> top_logprobs;  // written as {token: logprob} maps
-  std::vector<size_t> text_offset;
+  std::vector<std::optional<float>> token_logprobs;
+  // Written as {token: logprob} maps.
+  std::vector<std::optional<std::vector<TokenAlternative>>> top_logprobs;
+  std::vector<size_t> text_offset;  // characters of the choice's text before the token
 };
 
 struct CompletionChoice {

@@ -1,5 +1,7 @@
 #include "server/openai/openai_sinks.h"
 
+#include "base/utf8.h"
+#include "server/openai/completion_logprobs.h"
 #include "server/tgi/generate_response.h"
 
 namespace lm {
@@ -106,7 +108,8 @@ OpenAiChoiceSink::OpenAiChoiceSink(std::shared_ptr<OpenAiCall> call, SequenceTex
     : call_(std::move(call)),
       text_(std::move(text)),
       filter_(options.stop),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      shown_characters_(utf8_length(options_.echo)) {}
 
 ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) const {
   ChatTokenLogprob lp;
@@ -116,9 +119,34 @@ ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) 
   return lp;
 }
 
+CompletionLogprobs OpenAiChoiceSink::prompt_logprobs(const TokenEvent& first) const {
+  return echo_logprobs(*call_->state().tokenizer, options_.echo, text_.prompt_ids(), first.token);
+}
+
+bool OpenAiChoiceSink::finish_prompt_only(const TokenEvent& event) {
+  done_ = true;
+  call_->first_token();
+  const OpenAiCall::Settings& settings = call_->settings();
+  CompletionChoice c;
+  c.index = options_.index;
+  c.text = options_.echo;
+  if (settings.logprobs) c.logprobs = prompt_logprobs(event);
+  c.finish_reason = finish_reason_name(FinishReason::kLength);
+  if (settings.stream) {
+    call_->write(
+        sse_data(completion_chunk_json(settings.meta, c, OpenAiUsage{text_.input_length(), 0})));
+  }
+  OpenAiCall::Choice result;
+  result.prompt_tokens = options_.count_prompt ? text_.input_length() : 0;
+  result.completion = std::move(c);
+  call_->choice_done(options_.slot, std::move(result));
+  return false;
+}
+
 bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   if (done_) return false;
-  const size_t offset_before = options_.echo.size() + filter_.released().size();
+  if (call_->settings().prompt_only) return finish_prompt_only(event);
+  const size_t offset_before = shown_characters_;
   SequenceText::Step step = text_.add(event);
   inter_token_.on_token(call_->state().metrics);
   if (text_.num_generated() == 1) call_->first_token();
@@ -127,6 +155,7 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
   std::optional<FinishReason> finish = step.finish_reason;
   if (!finish && out.stopped) finish = FinishReason::kStopSequence;
   if (finish && !out.stopped) out.text += filter_.finish();
+  shown_characters_ += utf8_length(out.text);
 
   const OpenAiCall::Settings& settings = call_->settings();
   const bool chat = settings.kind == OpenAiKind::kChat;
@@ -135,18 +164,12 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
     chat_lp = chat_logprob(step);
     chat_logprobs_.push_back(*chat_lp);
   }
-  CompletionLogprobs token_lp;  // this token's entry (completions)
+  // This chunk's entries (completions): with echo, the first one starts with the prompt's.
+  CompletionLogprobs token_lp;
   if (!chat && settings.logprobs) {
-    token_lp.tokens.push_back(step.token.text);
-    token_lp.token_logprobs.push_back(step.token.logprob);
-    std::vector<TokenAlternative> alts;
-    for (const auto& alt : step.top_tokens) alts.push_back({alt.text, alt.logprob});
-    token_lp.top_logprobs.push_back(alts);
-    token_lp.text_offset.push_back(offset_before);
-    completion_logprobs_.tokens.push_back(token_lp.tokens[0]);
-    completion_logprobs_.token_logprobs.push_back(token_lp.token_logprobs[0]);
-    completion_logprobs_.top_logprobs.push_back(std::move(alts));
-    completion_logprobs_.text_offset.push_back(offset_before);
+    if (text_.num_generated() == 1 && !options_.echo.empty()) token_lp = prompt_logprobs(event);
+    append_token_logprobs(token_lp, step.token, step.top_tokens, offset_before);
+    append_logprobs(completion_logprobs_, token_lp);
   }
 
   if (settings.stream) {

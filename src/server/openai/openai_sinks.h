@@ -30,6 +30,8 @@ class OpenAiCall {
     bool include_usage = false;  // chat streams: a last chunk with the usage
     bool logprobs = false;       // chat: report logprobs (completions: when top_n was asked)
     bool tools = false;          // chat: the output is a tool-call object (chat_tools.h)
+    // Completions' max_tokens 0 with echo: each choice ran for one token, which is not shown.
+    bool prompt_only = false;
     OpenAiMeta meta;
     size_t compute_characters = 0;
     size_t num_choices = 1;
@@ -84,7 +86,9 @@ class OpenAiChoiceSink : public TokenSink {
     size_t slot = 0;     // position among the call's choices
     uint32_t index = 0;  // the choice's `index`
     std::vector<std::string> stop;
-    std::string echo;          // completions with echo: the prompt, shown before the text
+    // Completions with echo: the prompt, shown before the text (with logprobs, its tokens'
+    // entries come first: the engine request asked for prompt logprobs).
+    std::string echo;
     bool count_prompt = true;  // false for the 2nd..nth choice of the same prompt
   };
   OpenAiChoiceSink(std::shared_ptr<OpenAiCall> call, SequenceText text, Options options);
@@ -95,6 +99,10 @@ class OpenAiChoiceSink : public TokenSink {
 
  private:
   ChatTokenLogprob chat_logprob(const SequenceText::Step& step) const;
+  // Completions with echo: the prompt's logprob entries, from the first token's prompt scores.
+  CompletionLogprobs prompt_logprobs(const TokenEvent& first) const;
+  // Settings::prompt_only: answers with the echoed prompt (and its logprobs) once the token comes.
+  bool finish_prompt_only(const TokenEvent& event);
   // Tool mode, streamed: this token's text as tool-call (or, at the end, content) chunks.
   void stream_tool_text(const std::string& text, std::optional<FinishReason> finish);
   // Tool mode: the finished choice's message from the whole generated text.
@@ -109,6 +117,7 @@ class OpenAiChoiceSink : public TokenSink {
   ToolCallStream tool_stream_;
   InterTokenTimer inter_token_;
   bool echo_sent_ = false;
+  size_t shown_characters_ = 0;  // the choice's text so far (echo included), in characters
   bool done_ = false;
 };
 

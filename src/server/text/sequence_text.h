@@ -41,6 +41,7 @@ class SequenceText {
   // Mean logprob of the generated tokens (best_of ranks candidates by it).
   double mean_logprob() const;
   uint32_t input_length() const { return static_cast<uint32_t>(prompt_ids_.size()); }
+  const std::vector<int32_t>& prompt_ids() const { return prompt_ids_; }
 
  private:
   ResponseToken response_token(int32_t id, float logprob, std::string text) const;
