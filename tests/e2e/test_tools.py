@@ -5,6 +5,7 @@ call must name one of the offered tools and its arguments must validate against 
 parameters; a stream must rebuild the same call."""
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -204,6 +205,116 @@ def test_stream_auto_is_a_call_or_text(oai, seed):
     else:
         assert finish in ("stop", "length")
         assert not content.startswith('{"function"')
+
+
+# ---- parallel_tool_calls (OpenAI's; TGI ignores it) --------------------------------------------
+
+TWO_CITIES = [{"role": "user", "content": "What is the weather in Paris and in Rome? Call "
+                                          "get_weather once per city, in one JSON array."}]
+
+
+def check_parallel(calls):
+    assert 1 <= len(calls) <= 8
+    assert [c.id for c in calls] == [str(i) for i in range(len(calls))]  # TGI's "0", then "1"...
+    for call in calls:
+        assert call.type == "function"
+        check_call(call.function.name, call.function.arguments)
+
+
+def test_parallel_calls_over_seeds(oai):
+    # Each answer is 1..8 valid calls; the model asked for two cities makes several at least once.
+    sizes = []
+    for seed in range(1, 7):
+        choice = chat(oai, seed=seed, tool_choice="required", parallel_tool_calls=True,
+                      messages=TWO_CITIES, max_tokens=400).choices[0]
+        assert choice.finish_reason == "tool_calls", choice
+        assert choice.message.content is None
+        check_parallel(choice.message.tool_calls)
+        sizes.append(len(choice.message.tool_calls))
+    assert max(sizes) >= 2, sizes
+
+
+def first_array_seed(oai, **kw):
+    for seed in range(1, 13):
+        message = chat(oai, seed=seed, parallel_tool_calls=True, messages=TWO_CITIES,
+                       max_tokens=400, **kw).choices[0].message
+        if message.tool_calls and len(message.tool_calls) >= 2:
+            return seed, message
+    pytest.fail("no seed gave several calls")
+
+
+def test_parallel_auto_is_calls_or_text_never_both(oai):
+    seed, message = first_array_seed(oai)  # auto: no_tool is offered but never inside an array
+    check_parallel(message.tool_calls)
+    assert "no_tool" not in [c.function.name for c in message.tool_calls]
+    for seed in range(1, 5):
+        choice = chat(oai, seed=seed, parallel_tool_calls=True,
+                      messages=[{"role": "user", "content": "Say hello."}]).choices[0]
+        if choice.message.tool_calls:
+            check_parallel(choice.message.tool_calls)
+            assert choice.message.content is None
+        else:
+            assert choice.finish_reason in ("stop", "length")
+            assert not choice.message.content.startswith('{"function"')
+
+
+def test_parallel_stream_deltas_are_openais(oai):
+    seed, message = first_array_seed(oai, tool_choice="required")
+    chunks = list(chat(oai, seed=seed, tool_choice="required", parallel_tool_calls=True,
+                       messages=TWO_CITIES, max_tokens=400, stream=True))
+    calls, content, finish = rebuild(chunks)
+    assert finish == "tool_calls" and content == ""
+    assert list(calls) == list(range(len(message.tool_calls)))
+    for i, call in enumerate(message.tool_calls):
+        assert calls[i]["id"] == call.id == str(i)
+        assert calls[i]["name"] == call.function.name
+        assert json.loads(calls[i]["arguments"]) == json.loads(call.function.arguments)
+    # OpenAI's shape: a call's first delta carries index, id, type and name; later ones only
+    # index and arguments; calls come one after the other.
+    seen, order = set(), []
+    for chunk in chunks:
+        for tc in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            order.append(tc.index)
+            if tc.index not in seen:
+                seen.add(tc.index)
+                assert tc.id == str(tc.index) and tc.type == "function" and tc.function.name
+            else:
+                assert tc.id is None and tc.type is None and tc.function.name is None
+    assert order == sorted(order)
+
+
+def test_parallel_stream_with_the_openai_stream_helper(oai):
+    seed, message = first_array_seed(oai, tool_choice="required")
+    with oai.chat.completions.stream(model="tgi", messages=TWO_CITIES, tools=TOOLS, seed=seed,
+                                     tool_choice="required", parallel_tool_calls=True,
+                                     max_tokens=400) as stream:
+        done = [e for e in stream if e.type == "tool_calls.function.arguments.done"]
+        final = stream.get_final_completion()
+    assert [e.index for e in done] == list(range(len(message.tool_calls)))
+    assert [e.name for e in done] == [c.function.name for c in message.tool_calls]
+    calls = final.choices[0].message.tool_calls
+    assert final.choices[0].finish_reason == "tool_calls"
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        (c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_without_parallel_true_the_answer_is_tgis(server, stream):
+    # Absent (TGI's clients), false, or true with a named tool: byte for byte the single-call
+    # answer (timestamps aside), never an array.
+    def answer(**extra):
+        body = {"messages": TWO_CITIES, "tools": TOOLS, "seed": 3, "max_tokens": 120,
+                "stream": stream, **extra}
+        r = server.post("/v1/chat/completions", body)
+        assert r.status_code == 200, r.text
+        return re.sub(r'"created":\d+', '"created":0', r.text)
+
+    for choice in ["required", "auto"]:
+        tgi = answer(tool_choice=choice)
+        assert answer(tool_choice=choice, parallel_tool_calls=False) == tgi
+        assert '"index":1' not in tgi and '"id":"1"' not in tgi
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    assert answer(tool_choice=named, parallel_tool_calls=True) == answer(tool_choice=named)
 
 
 def test_huggingface_hub_chat_completion_with_tools(server):

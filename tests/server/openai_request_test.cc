@@ -327,7 +327,8 @@ TEST(ParseChatRequest, ToolsKeepOrderAndChoiceSelectsTheSet) {
       R"("tool_choice":"required","tool_prompt":"Call one.","parallel_tool_calls":false)");
   EXPECT_EQ(selected_tools(r.tools, r.tool_choice).size(), 2u);
   EXPECT_EQ(r.tool_prompt, "Call one.");
-  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.parallel_tool_calls, false);
+  EXPECT_FALSE(r.parallel_calls);
   AdmissionRequest a = chat_admission_request(r);
   ASSERT_TRUE(a.chat_tools.has_value());
   EXPECT_EQ(a.chat_tools->tool_prompt, "Call one.");
@@ -347,6 +348,41 @@ TEST(ParseChatRequest, ToolsKeepOrderAndChoiceSelectsTheSet) {
 
   r = tool_chat(R"("tool_prompt":"")");
   EXPECT_EQ(chat_tool_prompt(r)->tool_prompt, kDefaultToolPrompt);
+}
+
+TEST(ParseChatRequest, ParallelCallsOnlyWhenSentTrueWithAutoOrRequired) {
+  // Absent (TGI's clients), null or false: TGI's single call, the same grammar and tool prompt.
+  const ChatRequest tgi = tool_chat("");
+  EXPECT_FALSE(tgi.parallel_tool_calls.has_value());
+  for (const char* off : {R"("parallel_tool_calls":false)", R"("parallel_tool_calls":null)"}) {
+    const ChatRequest r = tool_chat(off);
+    EXPECT_FALSE(r.parallel_calls) << off;
+    const AdmissionRequest a = chat_admission_request(r);
+    const AdmissionRequest b = chat_admission_request(tgi);
+    EXPECT_EQ(a.parameters.grammar->type, "json");
+    EXPECT_EQ(a.parameters.grammar->value_json, b.parameters.grammar->value_json);
+    EXPECT_EQ(a.parameters.grammar->value_json,
+              tool_grammar_schema(selected_tools(tgi.tools, tgi.tool_choice)));
+    EXPECT_EQ(a.chat_tools->tool_prompt, kDefaultToolPrompt);
+  }
+  for (const char* choice : {R"("auto")", R"("required")"}) {
+    const ChatRequest r =
+        tool_chat(std::string(R"("parallel_tool_calls":true,"tool_choice":)") + choice);
+    EXPECT_TRUE(r.parallel_calls) << choice;
+    const AdmissionRequest a = chat_admission_request(r);
+    EXPECT_EQ(a.parameters.grammar->type, kToolCallsGrammar);
+    EXPECT_EQ(a.parameters.grammar->value_json,
+              parallel_tool_grammar_schema(selected_tools(r.tools, r.tool_choice)));
+    EXPECT_EQ(a.chat_tools->tool_prompt, parallel_tool_prompt());
+  }
+  // A named tool is one call; none is no call; a sent tool_prompt is kept.
+  EXPECT_FALSE(tool_chat(R"("parallel_tool_calls":true,"tool_choice":"get_time")").parallel_calls);
+  EXPECT_FALSE(tool_chat(R"("parallel_tool_calls":true,"tool_choice":"none")").parallel_calls);
+  EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":true})")
+                   .parallel_calls);
+  EXPECT_EQ(
+      chat_tool_prompt(tool_chat(R"("parallel_tool_calls":true,"tool_prompt":"Go.")"))->tool_prompt,
+      "Go.");
 }
 
 TEST(ParseChatRequest, MalformedToolsAreDeserializationErrors) {

@@ -21,7 +21,7 @@ TEST(OpenAiResponse, ChatCompletion) {
 
 TEST(OpenAiResponse, ChatToolCall) {
   ChatChoice c;
-  c.tool_call = ChatToolCall{"0", "get_weather", R"({"location":"Paris"})"};
+  c.tool_calls = {ChatToolCall{"0", "get_weather", R"({"location":"Paris"})"}};
   c.finish_reason = "tool_calls";
   EXPECT_EQ(chat_completion_json(kMeta, {c}, {5, 2}),
             R"({"object":"chat.completion","id":"","created":1700000000,"model":"m",)"
@@ -38,12 +38,40 @@ TEST(OpenAiResponse, ChatToolCallChunks) {
       R"({"object":"chat.completion.chunk","id":"","created":1700000000,"model":"m",)"
       R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"delta":)"
       R"({"role":"assistant","tool_calls":[{"index":0,)";
-  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {"0", "f", "{"}, std::nullopt),
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {0, "0", "f", "{"}, std::nullopt),
             head + R"("id":"0","type":"function","function":{"name":"f","arguments":"{"}}]},)" +
                 R"("logprobs":null,"finish_reason":null}],"usage":null})");
-  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {std::nullopt, std::nullopt, "\"}"}, "tool_calls"),
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 0, {0, std::nullopt, std::nullopt, "\"}"}, "tool_calls"),
             head + R"("function":{"arguments":"\"}"}}]},)" +
                 R"("logprobs":null,"finish_reason":"tool_calls"}],"usage":null})");
+}
+
+TEST(OpenAiResponse, ParallelToolCallsOnePerEntry) {
+  ChatChoice c;
+  c.tool_calls = {ChatToolCall{"0", "get_weather", R"({"location":"Paris"})"},
+                  ChatToolCall{"1", "get_time", R"({"timezone":"CET"})"}};
+  c.finish_reason = "tool_calls";
+  EXPECT_EQ(chat_completion_json(kMeta, {c}, {5, 2}),
+            R"({"object":"chat.completion","id":"","created":1700000000,"model":"m",)"
+            R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":0,"message":)"
+            R"({"role":"assistant","content":null,"tool_calls":[{"id":"0","type":"function",)"
+            R"("function":{"description":null,"name":"get_weather",)"
+            R"("arguments":"{\"location\":\"Paris\"}"}},{"id":"1","type":"function",)"
+            R"("function":{"description":null,"name":"get_time",)"
+            R"("arguments":"{\"timezone\":\"CET\"}"}}]},"logprobs":null,)"
+            R"("finish_reason":"tool_calls"}],)"
+            R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})");
+  // A stream's delta names its call by `index` (choice 2, call 1 here).
+  const std::string head =
+      R"({"object":"chat.completion.chunk","id":"","created":1700000000,"model":"m",)"
+      R"("system_fingerprint":"3.3.6-dev0-native","choices":[{"index":2,"delta":)"
+      R"({"role":"assistant","tool_calls":[{"index":1,)";
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 2, {1, "1", "get_time", "{"}, std::nullopt),
+            head + R"("id":"1","type":"function","function":{"name":"get_time",)" +
+                R"("arguments":"{"}}]},"logprobs":null,"finish_reason":null}],"usage":null})");
+  EXPECT_EQ(chat_tool_chunk_json(kMeta, 2, {1, std::nullopt, std::nullopt, "}"}, std::nullopt),
+            head + R"("function":{"arguments":"}"}}]},)" +
+                R"("logprobs":null,"finish_reason":null}],"usage":null})");
 }
 
 TEST(OpenAiResponse, ChatChunkWithLogprobs) {

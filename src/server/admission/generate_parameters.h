@@ -14,9 +14,14 @@ namespace lm {
 // wire format has no way to send it.
 inline constexpr const char* kAnyJsonObjectGrammar = "any_json_object";
 
+// The type of a grammar the server writes itself (parallel tool calls): `value_json` is a JSON
+// Schema compiled as it is, without TGI's rules for a sent schema (a top-level `properties`).
+inline constexpr const char* kToolCallsGrammar = "tool_calls";
+
 // `parameters.grammar`: {"type": ..., "value": ...}.
 struct GrammarParameter {
-  // "json" (also for the alias "json_object"), "regex", "json_schema" or kAnyJsonObjectGrammar
+  // "json" (also for the alias "json_object"), "regex", "json_schema", kAnyJsonObjectGrammar or
+  // kToolCallsGrammar
   std::string type;
   std::string value_json;  // raw JSON text of `value` ("" for kAnyJsonObjectGrammar)
 };

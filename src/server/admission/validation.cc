@@ -133,6 +133,8 @@ namespace {
 // errors (an invalid schema or regex) come at admission, as `grammar is not valid: ...`.
 std::variant<GrammarSpec, ApiError> grammar_spec_of(const GrammarParameter& grammar) {
   if (grammar.type == kAnyJsonObjectGrammar) return GrammarSpec{GrammarKind::kJsonObject, ""};
+  if (grammar.type == kToolCallsGrammar)
+    return GrammarSpec{GrammarKind::kJsonSchema, grammar.value_json};
   // Ordered: a schema's property order is the order the output's keys are generated in.
   nlohmann::ordered_json value = nlohmann::ordered_json::parse(grammar.value_json, nullptr, false);
   if (grammar.type == "regex") return GrammarSpec{GrammarKind::kRegex, value.get<std::string>()};

@@ -112,6 +112,31 @@ std::string tool_grammar_schema(const std::vector<ChatTool>& selected) {
   return schema.dump();
 }
 
+std::string parallel_tool_grammar_schema(const std::vector<ChatTool>& selected) {
+  OJson one = OJson::parse(tool_grammar_schema(selected));
+  std::vector<ChatTool> callable;
+  for (const ChatTool& tool : selected) {
+    if (tool.name != kNoToolName) callable.push_back(tool);
+  }
+  OJson item = OJson::parse(tool_grammar_schema(callable));
+  // Both share the tools' $defs, hoisted to the root where "#/$defs/.." points.
+  OJson defs = one.contains("$defs") ? one["$defs"] : OJson();
+  one.erase("$defs");
+  item.erase("$defs");
+  OJson array = {{"type", "array"},
+                 {"items", std::move(item)},
+                 {"minItems", 1},
+                 {"maxItems", kMaxParallelToolCalls}};
+  OJson schema = {{"anyOf", OJson::array({std::move(one), std::move(array)})}};
+  if (!defs.is_null()) schema["$defs"] = std::move(defs);
+  return schema.dump();
+}
+
+std::string parallel_tool_prompt() {
+  return std::string(kDefaultToolPrompt) +
+         "To call several functions at once, respond with a JSON array of such calls.\n";
+}
+
 std::string template_tools_json(const std::vector<ChatTool>& selected) {
   OJson out = OJson::array();
   for (const ChatTool& tool : selected) {
@@ -124,8 +149,9 @@ std::string template_tools_json(const std::vector<ChatTool>& selected) {
   return out.dump();
 }
 
-std::optional<ParsedToolCall> parse_tool_call(std::string_view text) {
-  OJson value = OJson::parse(text, nullptr, /*allow_exceptions=*/false);
+namespace {
+
+std::optional<ParsedToolCall> call_of(const OJson& value) {
   if (!value.is_object()) return std::nullopt;
   auto function = value.find("function");
   if (function == value.end() || !function->is_object()) return std::nullopt;
@@ -142,6 +168,31 @@ std::optional<ParsedToolCall> parse_tool_call(std::string_view text) {
   }
   call.arguments = arguments.dump();
   return call;
+}
+
+}  // namespace
+
+std::optional<ParsedToolCall> parse_tool_call(std::string_view text) {
+  return call_of(OJson::parse(text, nullptr, /*allow_exceptions=*/false));
+}
+
+std::optional<std::vector<ParsedToolCall>> parse_tool_calls(std::string_view text,
+                                                            bool allow_array) {
+  const OJson value = OJson::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_array()) {
+    std::optional<ParsedToolCall> call = call_of(value);
+    if (!call) return std::nullopt;
+    return std::vector<ParsedToolCall>{std::move(*call)};
+  }
+  if (!allow_array || value.empty()) return std::nullopt;
+  std::vector<ParsedToolCall> calls;
+  for (const OJson& element : value) {
+    std::optional<ParsedToolCall> call = call_of(element);
+    // no_tool is an answer in text, never one call among others.
+    if (!call || call->no_tool()) return std::nullopt;
+    calls.push_back(std::move(*call));
+  }
+  return calls;
 }
 
 std::string ToolCallStream::arguments_so_far(bool final) const {

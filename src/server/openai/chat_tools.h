@@ -47,6 +47,19 @@ std::vector<ChatTool> selected_tools(const std::vector<ChatTool>& tools, const T
 // The JSON Schema of TGI's call object over `selected` (non-empty); `_name` comes first.
 std::string tool_grammar_schema(const std::vector<ChatTool>& selected);
 
+// Parallel calls (OpenAI's `parallel_tool_calls`, sent as true, with tool_choice auto or
+// required): at most this many calls in one answer.
+// NOTE: 8 bounds the grammar and the answer, not the tools: a call may repeat a tool (the weather
+// in two cities), so the number of tools is no bound.
+inline constexpr size_t kMaxParallelToolCalls = 8;
+// The schema of a parallel answer: one call object, as tool_grammar_schema, or a JSON array of 1 to
+// kMaxParallelToolCalls call objects over `selected` without no_tool.
+// NOTE: no_tool (auto's text answer) is only ever the sole call: the array's items exclude it, so
+// an answer is either text or calls, never both.
+std::string parallel_tool_grammar_schema(const std::vector<ChatTool>& selected);
+// The default tool prompt in parallel mode: TGI's, then how to make several calls.
+std::string parallel_tool_prompt();
+
 // The tools as TGI hands them to the template and to its tool prompt:
 // [{"type":"function","function":{"description":..|null,"name":..,"arguments":"<schema JSON>"}}].
 std::string template_tools_json(const std::vector<ChatTool>& selected);
@@ -59,6 +72,9 @@ struct ParsedToolCall {
   bool no_tool() const { return name == kNoToolName; }
 };
 std::optional<ParsedToolCall> parse_tool_call(std::string_view text);
+// A complete answer: one call object, or (allow_array, parallel mode) a non-empty array of them.
+std::optional<std::vector<ParsedToolCall>> parse_tool_calls(std::string_view text,
+                                                            bool allow_array);
 
 // A streamed call: text goes in token by token; out come the function's name (once known) and
 // the arguments as they grow ("{" then the generated arguments), holding back the trailing

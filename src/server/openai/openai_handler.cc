@@ -92,6 +92,7 @@ struct ChatRoute {
     out.include_usage = chat.include_usage;
     out.logprobs = chat.logprobs;
     out.tools = chat.uses_tools;
+    out.parallel_tools = chat.parallel_calls;
     out.meta = {chat.model && *chat.model != "tgi" ? *chat.model : s.model_id, system_fingerprint(),
                 unix_seconds()};
     return out;

@@ -402,6 +402,9 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
       r.parallel_tool_calls = parallel->get<bool>();
     }
     r.uses_tools = !selected_tools(r.tools, r.tool_choice).empty();
+    r.parallel_calls = r.uses_tools && r.parallel_tool_calls == true &&
+                       (r.tool_choice.kind == ToolChoiceKind::kAuto ||
+                        r.tool_choice.kind == ToolChoiceKind::kRequired);
     r.has_response_format = member(b, "response_format") != nullptr;
     if (r.has_response_format) r.response_format = read_response_format(body);
   });
@@ -580,7 +583,11 @@ GenerateParameters chat_generate_parameters(const ChatRequest& request) {
   GenerateParameters p = shared_generate_parameters(request);
   if (request.top_logprobs) p.top_n_tokens = request.top_logprobs;
   p.grammar = request.response_format;
-  if (request.uses_tools) {
+  if (request.parallel_calls) {
+    // Server-made: an array is no schema TGI's grammar rules take (no top-level `properties`).
+    p.grammar = GrammarParameter{kToolCallsGrammar, parallel_tool_grammar_schema(selected_tools(
+                                                        request.tools, request.tool_choice))};
+  } else if (request.uses_tools) {
     p.grammar = GrammarParameter{
         "json", tool_grammar_schema(selected_tools(request.tools, request.tool_choice))};
   }
@@ -597,9 +604,12 @@ GenerateParameters completion_generate_parameters(const CompletionRequest& reque
 
 std::optional<ChatToolPrompt> chat_tool_prompt(const ChatRequest& request) {
   if (!request.uses_tools) return std::nullopt;
-  return ChatToolPrompt{
-      template_tools_json(selected_tools(request.tools, request.tool_choice)),
-      request.tool_prompt.empty() ? std::string(kDefaultToolPrompt) : request.tool_prompt};
+  std::string tool_prompt = request.tool_prompt;
+  if (tool_prompt.empty()) {
+    tool_prompt = request.parallel_calls ? parallel_tool_prompt() : std::string(kDefaultToolPrompt);
+  }
+  return ChatToolPrompt{template_tools_json(selected_tools(request.tools, request.tool_choice)),
+                        std::move(tool_prompt)};
 }
 
 AdmissionRequest chat_admission_request(ChatRequest request) {

@@ -98,14 +98,19 @@ std::string chat_completion_json(const OpenAiMeta& meta, const std::vector<ChatC
     if (i > 0) out += ',';
     out += "{\"index\":" + std::to_string(c.index) +
            ",\"message\":{\"role\":\"assistant\",\"content\":";
-    if (c.tool_call) {
-      out += "null,\"tool_calls\":[{\"id\":";
-      append_json_string(out, c.tool_call->id);
-      out += ",\"type\":\"function\",\"function\":{\"description\":null,\"name\":";
-      append_json_string(out, c.tool_call->name);
-      out += ",\"arguments\":";
-      append_json_string(out, c.tool_call->arguments);
-      out += "}}]";
+    if (!c.tool_calls.empty()) {
+      out += "null,\"tool_calls\":[";
+      for (size_t j = 0; j < c.tool_calls.size(); ++j) {
+        const ChatToolCall& call = c.tool_calls[j];
+        out += j > 0 ? ",{\"id\":" : "{\"id\":";
+        append_json_string(out, call.id);
+        out += ",\"type\":\"function\",\"function\":{\"description\":null,\"name\":";
+        append_json_string(out, call.name);
+        out += ",\"arguments\":";
+        append_json_string(out, call.arguments);
+        out += "}}";
+      }
+      out += ']';
     } else {
       append_json_string(out, c.content);
     }
@@ -160,7 +165,8 @@ std::string chat_tool_chunk_json(const OpenAiMeta& meta, uint32_t index,
   std::string out;
   append_meta(out, "chat.completion.chunk", meta);
   out += ",\"choices\":[{\"index\":" + std::to_string(index) +
-         ",\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0";
+         ",\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":" +
+         std::to_string(delta.call_index);
   if (delta.id) {
     out += ",\"id\":";
     append_json_string(out, *delta.id);

@@ -54,7 +54,7 @@ struct ChatToolCall {
 struct ChatChoice {
   uint32_t index = 0;
   std::string content;
-  std::optional<ChatToolCall> tool_call;  // set: "content": null and "tool_calls": [it]
+  std::vector<ChatToolCall> tool_calls;  // non-empty: "content": null and "tool_calls": them
   std::optional<std::vector<ChatTokenLogprob>> logprobs;  // null unless requested
   std::string finish_reason;
 };
@@ -70,8 +70,9 @@ struct ChatChunkChoice {
 // One token: {"object":"chat.completion.chunk",...,"usage":null}.
 std::string chat_chunk_json(const OpenAiMeta& meta, const ChatChunkChoice& choice);
 // One tool-call delta: the first of a call carries id, type and the name; the others only
-// argument text.
+// argument text. Each carries its call's `index` (parallel calls: 0, 1, ...; OpenAI's shape).
 struct ChatToolCallDelta {
+  uint32_t call_index = 0;
   std::optional<std::string> id;  // with the name
   std::optional<std::string> name;
   std::string arguments;

@@ -109,6 +109,7 @@ OpenAiChoiceSink::OpenAiChoiceSink(std::shared_ptr<OpenAiCall> call, SequenceTex
       text_(std::move(text)),
       filter_(options.stop),
       options_(std::move(options)),
+      tool_stream_(call_->settings().parallel_tools),
       shown_characters_(utf8_length(options_.echo)) {}
 
 ChatTokenLogprob OpenAiChoiceSink::chat_logprob(const SequenceText::Step& step) const {
@@ -219,15 +220,17 @@ bool OpenAiChoiceSink::on_token(const TokenEvent& event) {
 void OpenAiChoiceSink::stream_tool_text(const std::string& text,
                                         std::optional<FinishReason> finish) {
   const OpenAiCall::Settings& settings = call_->settings();
-  auto write_delta = [&](const ToolCallStream::Delta& delta,
+  auto write_delta = [&](const ToolCallsStream::Delta& delta,
                          const std::optional<std::string>& finish_reason) {
     ChatToolCallDelta d;
-    if (delta.name) d.id = "0";
+    d.call_index = delta.call_idx;
+    if (delta.name) d.id = std::to_string(delta.call_idx);  // TGI's id "0"; then "1", ...
     d.name = delta.name;
     d.arguments = delta.arguments;
     call_->write(sse_data(chat_tool_chunk_json(settings.meta, options_.index, d, finish_reason)));
   };
-  if (auto delta = tool_stream_.push(text)) write_delta(*delta, std::nullopt);
+  for (const ToolCallsStream::Delta& delta : tool_stream_.push(text))
+    write_delta(delta, std::nullopt);
   ChatChunkChoice c;
   c.index = options_.index;
   if (!finish) {
@@ -236,10 +239,13 @@ void OpenAiChoiceSink::stream_tool_text(const std::string& text,
     if (!c.content.empty()) call_->write(sse_data(chat_chunk_json(settings.meta, c)));
     return;
   }
-  const std::optional<ParsedToolCall> parsed = parse_tool_call(tool_stream_.text());
-  if (tool_stream_.name_known() && !tool_stream_.is_no_tool()) {
-    write_delta(tool_stream_.finish().value_or(ToolCallStream::Delta{}),
-                parsed ? std::string("tool_calls") : chat_finish_reason(*finish));
+  const std::vector<ToolCallsStream::Delta> last = tool_stream_.finish();
+  if (!last.empty()) {
+    const bool complete =
+        parse_tool_calls(tool_stream_.text(), settings.parallel_tools).has_value();
+    for (size_t i = 0; i + 1 < last.size(); ++i) write_delta(last[i], std::nullopt);
+    write_delta(last.back(),
+                complete ? std::string("tool_calls") : std::string(chat_finish_reason(*finish)));
     return;
   }
   // no_tool (the rest of its content) or no call object at all (the text as it is).
@@ -249,7 +255,8 @@ void OpenAiChoiceSink::stream_tool_text(const std::string& text,
 }
 
 void OpenAiChoiceSink::set_tool_result(ChatChoice& choice) const {
-  const std::optional<ParsedToolCall> parsed = parse_tool_call(choice.content);
+  const std::optional<std::vector<ParsedToolCall>> parsed =
+      parse_tool_calls(choice.content, call_->settings().parallel_tools);
   // NOTE: TGI answers 422 when the text is no call object (max_tokens cut it); here the text
   // (a no_tool's content so far) is returned as content with its finish reason.
   if (!parsed) {
@@ -258,11 +265,14 @@ void OpenAiChoiceSink::set_tool_result(ChatChoice& choice) const {
     if (cut.is_no_tool()) choice.content = cut.take_content();
     return;
   }
-  if (parsed->no_tool()) {
-    choice.content = parsed->content;
+  if (parsed->front().no_tool()) {  // only ever the sole call (parse_tool_calls)
+    choice.content = parsed->front().content;
     return;
   }
-  choice.tool_call = ChatToolCall{"0", parsed->name, parsed->arguments};
+  for (size_t i = 0; i < parsed->size(); ++i) {
+    const ParsedToolCall& call = (*parsed)[i];
+    choice.tool_calls.push_back(ChatToolCall{std::to_string(i), call.name, call.arguments});
+  }
   choice.content.clear();
   choice.finish_reason = "tool_calls";
 }

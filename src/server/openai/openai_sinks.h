@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/token_sink.h"
-#include "server/openai/chat_tools.h"
 #include "server/openai/openai_response.h"
+#include "server/openai/tool_calls_stream.h"
 #include "server/state/server_state.h"
 #include "server/text/sequence_text.h"
 #include "server/text/stop_text_filter.h"
@@ -27,9 +27,10 @@ class OpenAiCall {
   struct Settings {
     OpenAiKind kind = OpenAiKind::kChat;
     bool stream = false;
-    bool include_usage = false;  // chat streams: a last chunk with the usage
-    bool logprobs = false;       // chat: report logprobs (completions: when top_n was asked)
-    bool tools = false;          // chat: the output is a tool-call object (chat_tools.h)
+    bool include_usage = false;   // chat streams: a last chunk with the usage
+    bool logprobs = false;        // chat: report logprobs (completions: when top_n was asked)
+    bool tools = false;           // chat: the output is a tool-call object (chat_tools.h)
+    bool parallel_tools = false;  // chat tools: or an array of them (ChatRequest::parallel_calls)
     // Completions' max_tokens 0 with echo: each choice ran for one token, which is not shown.
     bool prompt_only = false;
     OpenAiMeta meta;
@@ -114,7 +115,7 @@ class OpenAiChoiceSink : public TokenSink {
   Options options_;
   std::vector<ChatTokenLogprob> chat_logprobs_;
   CompletionLogprobs completion_logprobs_;
-  ToolCallStream tool_stream_;
+  ToolCallsStream tool_stream_;
   InterTokenTimer inter_token_;
   bool echo_sent_ = false;
   size_t shown_characters_ = 0;  // the choice's text so far (echo included), in characters
