@@ -6,33 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "gguf_test_tokenizer.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/grammar_vocab.h"
-#include "loader/gguf_file.h"
-#include "tokenizer/gguf_vocab_reader.h"
-#include "tokenizer/tokenizer.h"
 
 namespace lm {
 namespace {
-
-std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& relative_path) {
-  auto file = GgufFile::open(std::string(LM_REPO_ROOT) + "/" + relative_path);
-  EXPECT_TRUE(file.ok()) << file.error().message;
-  if (!file.ok()) return nullptr;
-  auto vocab = read_gguf_vocab(*file);
-  EXPECT_TRUE(vocab.ok()) << vocab.error().message;
-  if (!vocab.ok()) return nullptr;
-  auto tokenizer = Tokenizer::from_gguf_vocab(*vocab);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.error().message;
-  return tokenizer.ok() ? std::move(tokenizer).value() : nullptr;
-}
-
-int32_t id_of(const Tokenizer& tokenizer, const std::string& token) {
-  auto id = tokenizer.token_to_id(token);
-  EXPECT_TRUE(id.has_value()) << token;
-  return id.value_or(-1);
-}
 
 bool allowed(const std::vector<int32_t>& bitmask, int32_t id) {
   return ((static_cast<uint32_t>(bitmask[static_cast<size_t>(id / 32)]) >> (id % 32)) & 1u) != 0;
