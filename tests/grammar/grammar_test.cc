@@ -105,6 +105,13 @@ TEST_F(SmolLm2Grammar, ConstraintsXGrammarWouldNotEnforceAreRefused) {
       refused(GrammarKind::kJsonSchema,
               R"({"$defs":{"a":{"type":"array","contains":{"const":1}}},"$ref":"#/$defs/a"})"),
       "");
+  // A standard format XGrammar has no rule for (it would generate any string); a format no
+  // validator checks stays a free string.
+  EXPECT_EQ(refused(GrammarKind::kJsonSchema,
+                    R"({"type":"object","properties":{"p":{"type":"string","format":"regex"}}})"),
+            "it uses `format: regex` at /properties/p, which the grammar engine does not enforce");
+  EXPECT_NE(refused(GrammarKind::kJsonSchema, R"({"type":"string","format":"idn-email"})"), "");
+  EXPECT_EQ(refused(GrammarKind::kJsonSchema, R"({"type":"string","format":"password"})"), "");
   // Dropped with a warning: multipleOf on numbers, lengths beside a pattern, several allOf.
   EXPECT_NE(
       refused(GrammarKind::kJsonSchema, R"({"type":"number","multipleOf":0.5})").find("multipleOf"),
