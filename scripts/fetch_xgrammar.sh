@@ -38,7 +38,8 @@ rm -rf "$DEST"
 # -m: every file gets the time of this unpack, so the build recompiles the whole library (ccache
 # hits for unchanged files) rather than keeping objects of a file a patch no longer changes.
 tar -xzmf "$SDIST" -C .cache
+# --fuzz=0: a patch applies where its context matches exactly or the script fails (no marker).
 for p in "${PATCHES[@]}"; do
-  patch -d "$DEST" -p1 --forward --quiet <"$p"
+  patch -d "$DEST" -p1 --forward --fuzz=0 --quiet <"$p"
 done
 echo "$STAMP" >"$DEST/.unpacked"
