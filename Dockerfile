@@ -18,14 +18,15 @@ ARG DEBIAN_FRONTEND=noninteractive
 # copied into an image.
 ARG BUILD_CA_BUNDLE=
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends build-essential cmake ccache pkg-config \
+ && apt-get install -y -qq --no-install-recommends build-essential cmake ccache pkg-config patch \
       python3 python3-pip unzip curl ca-certificates nlohmann-json3-dev libspdlog-dev libfmt-dev \
       libpcre2-dev libicu-dev libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# The default model and XGrammar's sdist first, both sha256-pinned: their layer stays cached while
-# the sources change.
+# The default model and XGrammar's sdist first, both sha256-pinned, and our patches to XGrammar:
+# their layer stays cached while the sources change.
 COPY scripts/fetch_models.sh scripts/fetch_xgrammar.sh scripts/
+COPY scripts/patches scripts/patches
 RUN if [ -n "$BUILD_CA_BUNDLE" ]; then export PIP_CERT="$BUILD_CA_BUNDLE" CURL_CA_BUNDLE="$BUILD_CA_BUNDLE"; fi \
  && scripts/fetch_models.sh --default-model-only \
  && scripts/fetch_xgrammar.sh

@@ -1,8 +1,8 @@
 # XGrammar's C++ core (constrained decoding for src/grammar/), built from the pinned sdist that
-# scripts/fetch_xgrammar.sh unpacks into .cache/. We compile its cpp/*.cc ourselves instead of
-# add_subdirectory: its CMakeLists sets directory-wide -Werror -flto=auto and defaults to the
-# Python bindings. Its own code keeps its own flags (no lm_warnings) and its headers are SYSTEM,
-# so its warnings never meet our -Werror.
+# scripts/fetch_xgrammar.sh unpacks and patches into .cache/. We compile its cpp/*.cc ourselves
+# instead of add_subdirectory: its CMakeLists sets directory-wide -Werror -flto=auto and defaults
+# to the Python bindings. Its own code keeps its own flags (no lm_warnings) and its headers are
+# SYSTEM, so its warnings never meet our -Werror.
 set(LM_XGRAMMAR_SOURCE_DIR ${PROJECT_SOURCE_DIR}/.cache/xgrammar-0.2.8 CACHE PATH
     "XGrammar 0.2.8 sources (scripts/fetch_xgrammar.sh)")
 if(NOT EXISTS ${LM_XGRAMMAR_SOURCE_DIR}/include/xgrammar/xgrammar.h)

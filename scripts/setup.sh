@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential cmake ccache pkg-config clang-format python3-venv unzip curl
+APT_PACKAGES=(build-essential cmake ccache pkg-config patch clang-format python3-venv unzip curl
   nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev libicu-dev libgtest-dev libgmock-dev
   libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev)
 

@@ -5,6 +5,7 @@ reporting per grammar whether it was enforced (completed outputs that validate /
 cut by max_new_tokens) or refused with a 4xx, and the totals; writes bench/results/ JSON.
 
   .venv/bin/python scripts/bench/schema_suite.py --samples 25 [--url http://127.0.0.1:8080]
+      [--only json:calendar_event regex:iso_date ... --out bench/results/<subset>.json]
 
 Without --url it starts build/src/app/text-generation-launcher on the default model.
 """
@@ -47,8 +48,16 @@ def main() -> None:
     ap.add_argument("--url")
     ap.add_argument("--port", type=int, default=18555)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--only", nargs="+", metavar="KIND:NAME",
+                    help="run only these grammars (as named in the results: json:person)")
     ap.add_argument("--out", default=str(ROOT / "bench/results/issue19_schema_suite.json"))
     args = ap.parse_args()
+    cases = [("json", n, s) for n, s in SCHEMAS.items()] + [("regex", n, r) for n, r in REGEXES.items()]
+    if args.only:
+        unknown = set(args.only) - {f"{k}:{n}" for k, n, _ in cases}
+        if unknown:
+            raise SystemExit(f"no such grammars: {sorted(unknown)}")
+        cases = [c for c in cases if f"{c[0]}:{c[1]}" in args.only]
     proc = None if args.url else start_server(args.port)
     url = args.url or f"http://127.0.0.1:{args.port}"
 
@@ -56,7 +65,6 @@ def main() -> None:
         r = requests.post(url + "/generate", json=body, timeout=600)
         return r.status_code, r.json()
 
-    cases = [("json", n, s) for n, s in SCHEMAS.items()] + [("regex", n, r) for n, r in REGEXES.items()]
     seeds = range(1000, 1000 + args.samples)
     started = time.monotonic()
     try:

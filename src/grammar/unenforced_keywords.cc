@@ -16,6 +16,12 @@ constexpr std::array<std::string_view, 10> kIgnored = {
     "not",         "if",       "then",        "else",       "dependentRequired", "dependentSchemas",
     "uniqueItems", "contains", "minContains", "maxContains"};
 
+// The formats of JSON Schema 2020-12 that XGrammar has no rule for: it generates any string for
+// them, while a format-asserting validator (jsonschema's FormatChecker) checks them. Other
+// unknown formats ("password", "int32") no validator checks, so they stay free strings.
+constexpr std::array<std::string_view, 5> kUnenforcedFormats = {"idn-email", "idn-hostname", "iri",
+                                                                "iri-reference", "regex"};
+
 // Keywords whose value is one schema, and those whose value is a map or list of schemas.
 constexpr std::array<std::string_view, 5> kSchemaValued = {
     "additionalProperties", "items", "propertyNames", "unevaluatedProperties", "additionalItems"};
@@ -42,6 +48,12 @@ std::optional<std::string> find_in(const json& schema, const std::string& path, 
   for (std::string_view keyword : kIgnored) {
     if (schema.contains(std::string(keyword)))
       return "`" + std::string(keyword) + "` at " + (path.empty() ? "/" : path);
+  }
+  if (const auto format = schema.find("format"); format != schema.end() && format->is_string()) {
+    for (std::string_view unenforced : kUnenforcedFormats) {
+      if (format->get_ref<const std::string&>() == unenforced)
+        return "`format: " + std::string(unenforced) + "` at " + (path.empty() ? "/" : path);
+    }
   }
   for (std::string_view keyword : kSchemaValued) {
     const auto it = schema.find(std::string(keyword));

@@ -137,6 +137,16 @@ def check_build_has_setup_packages(text):
     assert "march=native" not in runs, "the image must run on any x86-64 CPU"
 
 
+def check_build_copies_xgrammar_patches(text):
+    # fetch_xgrammar.sh patches XGrammar with scripts/patches/: without them in the layer it runs
+    # in, the image would build XGrammar unpatched (or the script would fail).
+    build = parse(text)[0]["instructions"]
+    fetch = next(i for i, (k, rest) in enumerate(build)
+                 if k == "RUN" and "scripts/fetch_xgrammar.sh" in rest)
+    copied = " ".join(rest for k, rest in build[:fetch] if k == "COPY")
+    assert "scripts/patches" in copied, "scripts/patches is copied before fetch_xgrammar.sh runs"
+
+
 def check_manifest_command(text):
     deployment = yaml.safe_load((ROOT / "deploy/kubernetes/deployment.yaml").read_text())
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -145,7 +155,8 @@ def check_manifest_command(text):
 
 
 CHECKS = [check_stages_and_base, check_runtime_conventions, check_runtime_has_every_library,
-          check_build_has_setup_packages, check_manifest_command]
+          check_build_has_setup_packages, check_build_copies_xgrammar_patches,
+          check_manifest_command]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -158,6 +169,7 @@ BREAKAGES = {
     check_runtime_conventions: ("    PORT=80 \\", "    PORT=8080 \\"),
     check_runtime_has_every_library: (" libicu72", ""),
     check_build_has_setup_packages: (" libpcre2-dev", ""),
+    check_build_copies_xgrammar_patches: ("COPY scripts/patches scripts/patches\n", ""),
     check_manifest_command: ('ENTRYPOINT ["text-generation-launcher"]', 'ENTRYPOINT ["launcher"]'),
 }
 

@@ -105,6 +105,9 @@ def test_stream_is_constrained(server):
     ({"type": "json", "value": {"type": "object"}}, "Grammar must have a 'properties' field"),
     ({"type": "json", "value": "{\"properties\": "}, "grammar is not valid"),
     ({"type": "regex", "value": "[a-z"}, "grammar is not valid"),
+    # A standard format XGrammar has no rule for would be any string: refused.
+    ({"type": "json", "value": {"properties": {"e": {"type": "string", "format": "idn-email"}}}},
+     "it uses `format: idn-email` at /properties/e, which the grammar engine does not enforce"),
 ])
 def test_invalid_grammar_is_422(server, grammar, detail):
     r = server.post("/generate", {"inputs": PROMPT, "parameters": {"grammar": grammar}})
