@@ -200,7 +200,7 @@ def test_stalled_reader_is_cancelled_after_the_send_timeout_and_its_kv_blocks_fr
         assert wait_for(lambda: metric("tgi_batch_current_size") == 0)
         assert wait_for(lambda: metric("tgi_kv_cache_blocks_used") == 0)
         assert "client stopped reading: no write progress" in limited.stdout() + limited.stderr()
-        assert cancelled_after >= SEND_TIMEOUT - 0.5
+        assert cancelled_after >= SEND_TIMEOUT - 1.0  # after the stall, not at once
         # The server closed the socket: what it had sent ends before the stream's end.
         data = b"".join(iter(lambda: sock.recv(65536), b""))
         assert data.startswith(b"HTTP/1.1 200 OK\r\n")
