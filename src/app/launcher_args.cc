@@ -52,6 +52,21 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return invalid("`usage_stats` must be one of on, off, no-stack");
   }
   if (a.max_step_latency_ms < 0) return invalid("`max_step_latency_ms` must be >= 0");
+  for (const auto& [name, secs] :
+       {std::pair{"http_header_timeout_secs", a.http_header_timeout_secs},
+        std::pair{"http_body_timeout_secs", a.http_body_timeout_secs},
+        std::pair{"http_keepalive_timeout_secs", a.http_keepalive_timeout_secs},
+        std::pair{"http_send_timeout_secs", a.http_send_timeout_secs}}) {
+    // A day at most keeps the milliseconds well inside their range; NaN fails both tests.
+    if (!(secs >= 0 && secs <= 86400)) {
+      return invalid("`" + std::string(name) + "` must be in 0..86400 (0: no timeout)");
+    }
+  }
+  if (a.http_max_send_buffer_bytes <= 0) return invalid("`http_max_send_buffer_bytes` must be > 0");
+  if (a.http_socket_send_buffer_bytes < 0 || a.http_socket_send_buffer_bytes > (int64_t{1} << 30))
+    return invalid("`http_socket_send_buffer_bytes` must be in 0..1073741824 (0: the kernel's)");
+  if (a.max_connections && *a.max_connections < 0)
+    return invalid("`max_connections` must be >= 0 (0: no cap)");
   if (!(a.kv_cache_memory_fraction > 0 && a.kv_cache_memory_fraction <= 1)) {
     return invalid("`kv_cache_memory_fraction` must be in (0, 1]");
   }

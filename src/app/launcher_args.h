@@ -89,6 +89,16 @@ struct LauncherArgs {
   bool dry_run = false;
   // The highest CPU kernel level (app/cpu_isa_flag.h; env CPU_ISA): auto or a kernels::Isa name.
   std::string cpu_isa = "auto";
+  // Slow and stalled clients (app/http_config.h): seconds each wait on a client may take (0: no
+  // limit; nginx's defaults), response bytes queued per connection, and the open-connection cap
+  // (unset: derived from the file descriptor limit; 0: no cap).
+  double http_header_timeout_secs = 60;
+  double http_body_timeout_secs = 60;
+  double http_keepalive_timeout_secs = 75;
+  double http_send_timeout_secs = 60;
+  int64_t http_max_send_buffer_bytes = int64_t{4} << 20;
+  int64_t http_socket_send_buffer_bytes = 0;  // SO_SNDBUF; 0: the kernel's autotuning
+  std::optional<int64_t> max_connections;
 };
 
 // What the model contributes to the derived defaults.

@@ -193,6 +193,38 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                "Resolve the model, dtype, limits and memory plan, print them (one JSON object with "
                "--json-output) and exit without serving")
       ->envname("DRY_RUN");
+  app.add_option("--http-header-timeout-secs", a.http_header_timeout_secs,
+                 "Seconds a client has to send a request head, from connecting (or from the next "
+                 "request's first byte); then 408 and close (0: no limit)")
+      ->envname("HTTP_HEADER_TIMEOUT_SECS")
+      ->capture_default_str();
+  app.add_option("--http-body-timeout-secs", a.http_body_timeout_secs,
+                 "Seconds between two reads of a request body; then 408 and close (0: no limit)")
+      ->envname("HTTP_BODY_TIMEOUT_SECS")
+      ->capture_default_str();
+  app.add_option("--http-keepalive-timeout-secs", a.http_keepalive_timeout_secs,
+                 "Seconds an idle kept-alive connection stays open between requests (0: no limit)")
+      ->envname("HTTP_KEEPALIVE_TIMEOUT_SECS")
+      ->capture_default_str();
+  app.add_option("--http-send-timeout-secs", a.http_send_timeout_secs,
+                 "Seconds a response write may make no progress (the client stopped reading) "
+                 "before the connection is closed and its request cancelled (0: no limit)")
+      ->envname("HTTP_SEND_TIMEOUT_SECS")
+      ->capture_default_str();
+  app.add_option("--http-max-send-buffer-bytes", a.http_max_send_buffer_bytes,
+                 "Response bytes a connection may queue behind a pending write; a client further "
+                 "behind is closed and its request cancelled")
+      ->envname("HTTP_MAX_SEND_BUFFER_BYTES")
+      ->capture_default_str();
+  app.add_option("--http-socket-send-buffer-bytes", a.http_socket_send_buffer_bytes,
+                 "SO_SNDBUF of each connection: what the kernel buffers for a client that stopped "
+                 "reading (0: the kernel's autotuning, up to 4 MiB)")
+      ->envname("HTTP_SOCKET_SEND_BUFFER_BYTES")
+      ->capture_default_str();
+  app.add_option("--max-connections", a.max_connections,
+                 "Open connections served at once; past it a connection is answered 503 and "
+                 "closed (default: half the file descriptor limit, at most 10000; 0: no cap)")
+      ->envname("MAX_CONNECTIONS");
   add_device_flag(app, a.device);
   add_cpu_isa_flag(app, a.cpu_isa);
 }

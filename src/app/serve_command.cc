@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "app/cpu_isa_flag.h"
+#include "app/http_config.h"
 #include "app/launcher_flags.h"
 #include "app/log_level.h"
 #include "app/memory_limits.h"
@@ -274,10 +275,18 @@ int run_server(const LauncherArgs& args) {
   WorkQueue validation_workers(static_cast<int>(args.validation_workers));
   state.validation_workers = &validation_workers;
 
-  HttpServerConfig http;
-  http.hostname = args.hostname;
-  http.port = static_cast<int>(args.port);
-  http.payload_limit = static_cast<uint64_t>(args.payload_limit);
+  const uint64_t fd_limit = raise_fd_limit();
+  const HttpServerConfig http = http_server_config(args, fd_limit);
+  // The cap exists to keep descriptors for the model, the engine and refusals: say so when not.
+  if (http.max_connections == 0 || http.max_connections >= fd_limit) {
+    log_warn(
+        fmt::format("--max-connections {} does not keep open connections below the file "
+                    "descriptor limit ({}): a flood of clients can make every accept fail",
+                    http.max_connections, fd_limit));
+  } else {
+    log_info(fmt::format("Connections: at most {} open (file descriptor limit {})",
+                         http.max_connections, fd_limit));
+  }
   HttpServer server(http, make_router(state));
   if (Status s = server.start(); !s.ok())
     return fail("Webserver cannot start: " + s.error().message);

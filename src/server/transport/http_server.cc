@@ -1,7 +1,10 @@
 // The HTTP/1.1 transport: an acceptor and one state machine per connection, each on its own
-// strand, all run by a few I/O threads. Beast parses requests; http_wire frames responses.
+// strand, all run by a few I/O threads. Beast parses requests; http_wire frames responses. Every
+// wait on the client has a deadline (one lazily re-armed timer per connection), so slow or stalled
+// clients cost a bounded time, and the acceptor refuses connections past the configured cap.
 #include "server/transport/http_server.h"
 
+#include <fmt/format.h>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -51,6 +54,9 @@ constexpr size_t kMaxReadAhead = 65536;
 // After an error response we half-close and drain the client's remaining bytes for at most this
 // long, so the close does not turn into a reset that destroys the response in flight.
 constexpr auto kLingerTime = std::chrono::seconds(2);
+// Connections past max_connections that may be answered at once (each holds a socket for up to
+// kLingerTime); past these, new connections are closed unanswered.
+constexpr int64_t kMaxRefusing = 64;
 constexpr std::string_view kPayloadTooLarge =
     "Failed to buffer the request body: length limit exceeded";
 
@@ -76,7 +82,9 @@ struct Shared {
   const HttpHandler handler;
   net::io_context io;
   std::atomic<int64_t> in_flight{0};
-  std::atomic<bool> draining{false};  // stop_accepting(): no more keep-alive
+  std::atomic<int64_t> open_connections{0};  // sockets of served connections
+  std::atomic<int64_t> refusing{0};          // sockets being answered connection_limit_response
+  std::atomic<bool> draining{false};         // stop_accepting(): no more keep-alive
 
   // Guards `stopped` and `connections` (the registry stop() and stop_accepting() walk).
   std::mutex mutex;
@@ -88,9 +96,16 @@ class StreamImpl;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<Shared> shared, Strand strand, Socket socket)
-      : shared_(std::move(shared)), strand_(std::move(strand)), socket_(std::move(socket)) {}
+  // `counter` is the Shared count this connection's socket is held in until it closes.
+  Connection(std::shared_ptr<Shared> shared, Strand strand, Socket socket,
+             std::atomic<int64_t>* counter)
+      : shared_(std::move(shared)),
+        strand_(std::move(strand)),
+        socket_(std::move(socket)),
+        deadline_timer_(strand_),
+        counter_(counter) {}
   ~Connection() {
+    release_count();
     std::lock_guard lock(shared_->mutex);
     shared_->connections.erase(this);
   }
@@ -102,9 +117,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start() {
     error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);  // SSE events are small and must go out now
+    if (int bytes = shared_->config.socket_send_buffer_bytes; bytes > 0) {
+      socket_.set_option(net::socket_base::send_buffer_size(bytes), ec);
+    }
     new_parser();
+    expect(Wait::kHead);  // the first request's head is due header_timeout after the accept
     read_more();
   }
+  // A connection past max_connections: answered, then closed like any Connection: close reply.
+  void refuse() { reject(shared_->config.connection_limit_response); }
   void close_if_idle() {
     if (state_ == State::kReading && !parser_->got_some() && buffer_.size() == 0) close_now();
   }
@@ -119,6 +140,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kLingering,   // last response sent with Connection: close; send side shut, draining input
     kClosed,
   };
+  // What the connection waits for from the client, each with its timeout from the config.
+  enum class Wait {
+    kNone,  // the handler (or nothing: lingering has its own timer)
+    kIdle,  // the first byte of the next request on a kept-alive connection
+    kHead,  // the rest of a request head (deadline fixed when the wait starts)
+    kBody,  // more of a request body (deadline moved on by every read)
+    kSend,  // progress of a pending write (deadline moved on by every partial write)
+  };
+  using Clock = std::chrono::steady_clock;
+
+  void expect(Wait wait);
+  void arm_deadline_timer(Clock::time_point when);
+  void on_deadline_timer(error_code ec);
+  void deadline_passed();
+  void release_count();
 
   void new_parser();
   void read_more();
@@ -126,7 +162,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void append_read(size_t num_bytes);
   void parse_buffered();
   void maybe_send_continue();
-  void reject(int status, std::string_view body);
+  void reject(HttpResponse response);
+  void reject_text(int status, std::string_view body);
   void dispatch();
   void flush();
   void on_write(error_code ec);
@@ -150,9 +187,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool close_after_response_ = false;
   bool counted_in_flight_ = false;
   std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;  // delivered response bytes in queue_ (not yet handed to a write)
   std::vector<std::string> sending_;
   std::shared_ptr<StreamImpl> stream_;
   std::optional<net::steady_timer> linger_timer_;
+  // NOTE: the deadline moves on every read or partial write; the timer is only re-armed when it
+  // would fire too late, and when it fires early it re-arms for the current deadline.
+  Wait wait_ = Wait::kNone;
+  Clock::time_point deadline_;
+  net::steady_timer deadline_timer_;
+  bool deadline_timer_armed_ = false;
+  Clock::time_point deadline_timer_expiry_;
+  std::atomic<int64_t>* counter_;  // Shared::open_connections or refusing; null once released
 };
 
 // The handler's view of one response. Formats bytes on the caller's thread and posts them to the
@@ -286,6 +332,7 @@ void Connection::on_read(error_code ec, size_t num_bytes) {
   switch (state_) {
     case State::kReading:
       append_read(num_bytes);
+      if (wait_ == Wait::kIdle) expect(Wait::kHead);  // the next request's head is now due
       parse_buffered();
       break;
     case State::kResponding:  // pipelined bytes wait until the response is done
@@ -311,13 +358,15 @@ void Connection::parse_buffered() {
     size_t used = parser_->put(buffer_.data(), ec);
     buffer_.consume(used);
     if (ec == http::error::need_more) break;
-    if (ec == http::error::body_limit) return reject(413, kPayloadTooLarge);
-    if (ec == http::error::header_limit) return reject(431, "");
-    if (ec) return reject(400, "");
+    if (ec == http::error::body_limit) return reject_text(413, kPayloadTooLarge);
+    if (ec == http::error::header_limit) return reject_text(431, "");
+    if (ec) return reject_text(400, "");
     if (parser_->is_done()) return dispatch();
     if (used == 0) break;
   }
-  if (state_ == State::kReading) maybe_send_continue();
+  if (state_ != State::kReading) return;
+  if (parser_->is_header_done()) expect(Wait::kBody);  // each read of the body restarts the wait
+  maybe_send_continue();
 }
 
 // curl and others wait for "100 Continue" before sending a body announced with Expect.
@@ -331,23 +380,30 @@ void Connection::maybe_send_continue() {
   }
 }
 
-void Connection::reject(int status, std::string_view body) {
+void Connection::reject(HttpResponse response) {
   state_ = State::kResponding;
+  expect(Wait::kNone);
   parser_.reset();
-  std::vector<std::pair<std::string, std::string>> headers;
-  if (!body.empty()) headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
-  queue_.push_back(http_wire::format_response_head(status, headers, BodyFraming::kContentLength,
-                                                   body.size(), /*keep_alive=*/false));
-  queue_.back() += body;
+  queue_.push_back(http_wire::format_response_head(response.status, response.headers,
+                                                   BodyFraming::kContentLength,
+                                                   response.body.size(), /*keep_alive=*/false));
+  queue_.back() += response.body;
   last_queued_ = true;
   close_after_response_ = true;
   flush();
+}
+
+void Connection::reject_text(int status, std::string_view body) {
+  HttpResponse response{status, {}, std::string(body)};
+  if (!body.empty()) response.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+  reject(std::move(response));
 }
 
 void Connection::dispatch() {
   http::request<http::string_body> message = parser_->release();
   parser_.reset();
   state_ = State::kResponding;
+  expect(Wait::kNone);  // the handler takes as long as it takes; its writes have send_timeout
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
 
   HttpRequest request;
@@ -378,26 +434,47 @@ void Connection::dispatch() {
 
 void Connection::deliver(std::string bytes, bool last, bool close_after) {
   if (state_ != State::kResponding) return;  // closed meanwhile
-  if (!bytes.empty()) queue_.push_back(std::move(bytes));
+  if (!bytes.empty()) {
+    queued_bytes_ += bytes.size();
+    queue_.push_back(std::move(bytes));
+  }
   if (close_after) close_after_response_ = true;
   if (last) last_queued_ = true;
   flush();
+  if (queued_bytes_ > shared_->config.max_queued_bytes) {
+    log_warn(fmt::format(
+        "Closed a connection whose client stopped reading: {} response bytes queued behind a "
+        "pending write (limit {}); its request is cancelled",
+        queued_bytes_, shared_->config.max_queued_bytes));
+    close_now();
+  }
 }
 
 // Starts a gathered write of everything queued, or completes the response when all is sent.
 void Connection::flush() {
   if (writing_ || state_ == State::kClosed) return;
   if (queue_.empty()) {
+    if (wait_ == Wait::kSend) expect(Wait::kNone);
     if (last_queued_ && state_ == State::kResponding) after_response();
     return;
   }
   sending_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
   queue_.clear();
+  queued_bytes_ = 0;
   std::vector<net::const_buffer> buffers;
   buffers.reserve(sending_.size());
   for (const std::string& bytes : sending_) buffers.push_back(net::buffer(bytes));
   writing_ = true;
-  net::async_write(socket_, buffers,
+  // While a request waits for its response, a write must keep making progress. (A 100 Continue
+  // sent while the body is read is covered by the body's own wait.)
+  if (state_ == State::kResponding) expect(Wait::kSend);
+  // The completion condition sees every partial write (on the strand): each one is progress.
+  auto progress = [this, num_written = size_t{0}](error_code ec, size_t total) mutable -> size_t {
+    if (total > num_written && wait_ == Wait::kSend) expect(Wait::kSend);
+    num_written = total;
+    return net::transfer_all()(ec, total);
+  };
+  net::async_write(socket_, buffers, progress,
                    [self = shared_from_this()](error_code ec, size_t) { self->on_write(ec); });
 }
 
@@ -419,12 +496,14 @@ void Connection::after_response() {
   if (close_after_response_ || shared_->draining) return begin_linger();
   state_ = State::kReading;
   new_parser();
+  expect(buffer_.size() == 0 ? Wait::kIdle : Wait::kHead);  // pipelined bytes start a head
   parse_buffered();
   read_more();
 }
 
 void Connection::begin_linger() {
   state_ = State::kLingering;
+  expect(Wait::kNone);
   buffer_.consume(buffer_.size());
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
@@ -440,14 +519,88 @@ void Connection::close_now() {
   state_ = State::kClosed;
   error_code ec;
   socket_.close(ec);  // pending reads and writes complete with operation_aborted
+  release_count();
   if (linger_timer_) linger_timer_->cancel();
+  wait_ = Wait::kNone;
+  deadline_timer_.cancel();
   queue_.clear();
+  queued_bytes_ = 0;
   parser_.reset();
   if (counted_in_flight_) {
     counted_in_flight_ = false;
     --shared_->in_flight;
   }
   if (std::shared_ptr<StreamImpl> stream = std::move(stream_)) stream->mark_closed();
+}
+
+void Connection::release_count() {
+  if (counter_ != nullptr) --*counter_;
+  counter_ = nullptr;
+}
+
+void Connection::expect(Wait wait) {
+  wait_ = wait;
+  std::chrono::milliseconds timeout{0};
+  const HttpServerConfig& config = shared_->config;
+  switch (wait) {
+    case Wait::kNone:
+      return;  // a pending timer fires and finds nothing to do
+    case Wait::kIdle:
+      timeout = config.keepalive_timeout;
+      break;
+    case Wait::kHead:
+      timeout = config.header_timeout;
+      break;
+    case Wait::kBody:
+      timeout = config.body_timeout;
+      break;
+    case Wait::kSend:
+      timeout = config.send_timeout;
+      break;
+  }
+  if (timeout.count() <= 0) {  // this wait is unlimited (wait_ still says what is awaited)
+    deadline_ = Clock::time_point::max();
+    return;
+  }
+  deadline_ = Clock::now() + timeout;
+  if (!deadline_timer_armed_ || deadline_timer_expiry_ > deadline_) arm_deadline_timer(deadline_);
+}
+
+void Connection::arm_deadline_timer(Clock::time_point when) {
+  deadline_timer_armed_ = true;
+  deadline_timer_expiry_ = when;
+  deadline_timer_.expires_at(when);  // cancels a wait that would fire later
+  deadline_timer_.async_wait(
+      [self = shared_from_this()](error_code ec) { self->on_deadline_timer(ec); });
+}
+
+void Connection::on_deadline_timer(error_code ec) {
+  if (ec || state_ == State::kClosed) return;  // re-armed (a newer wait is pending) or closed
+  deadline_timer_armed_ = false;
+  if (wait_ == Wait::kNone || deadline_ == Clock::time_point::max()) return;
+  if (Clock::now() < deadline_) return arm_deadline_timer(deadline_);  // moved on meanwhile
+  deadline_passed();
+}
+
+void Connection::deadline_passed() {
+  switch (wait_) {
+    case Wait::kNone:
+      return;
+    case Wait::kIdle:
+      return close_now();
+    case Wait::kHead:
+      // A connection that never sent a byte gets no answer (nginx's choice); a partial head 408.
+      if (buffer_.size() == 0 && !(parser_ && parser_->got_some())) return close_now();
+      return reject_text(408, "");
+    case Wait::kBody:
+      return reject_text(408, "");
+    case Wait::kSend:
+      log_warn(fmt::format(
+          "Closed a connection whose client stopped reading: no write progress for {} ms; its "
+          "request is cancelled",
+          shared_->config.send_timeout.count()));
+      return close_now();
+  }
 }
 
 }  // namespace
@@ -472,12 +625,27 @@ struct HttpServer::Impl {
         });
         return;
       }
-      auto connection = std::make_shared<Connection>(shared, strand, std::move(socket));
+      // Served, refused with connection_limit_response, or (past kMaxRefusing) closed at once.
+      const size_t max_connections = shared->config.max_connections;
+      const bool refused = max_connections != 0 &&
+                           static_cast<size_t>(shared->open_connections.load()) >= max_connections;
+      if (refused && shared->refusing.load() >= kMaxRefusing) {
+        error_code ignored;
+        socket.close(ignored);
+        return accept();
+      }
+      std::atomic<int64_t>* counter = refused ? &shared->refusing : &shared->open_connections;
+      ++*counter;
+      auto connection = std::make_shared<Connection>(shared, strand, std::move(socket), counter);
       {
         std::lock_guard lock(shared->mutex);
         shared->connections.emplace(connection.get(), connection);
       }
-      net::post(strand, [connection] { connection->start(); });
+      if (refused) {
+        net::post(strand, [connection] { connection->refuse(); });
+      } else {
+        net::post(strand, [connection] { connection->start(); });
+      }
       accept();
     });
   }
@@ -591,6 +759,8 @@ void HttpServer::stop_accepting() {
 }
 
 int64_t HttpServer::in_flight() const { return impl_->shared->in_flight.load(); }
+
+int64_t HttpServer::open_connections() const { return impl_->shared->open_connections.load(); }
 
 void HttpServer::stop() {
   std::lock_guard lifecycle(impl_->lifecycle_mutex);

@@ -81,6 +81,13 @@ ApiError stream_serialization_error() {
 
 ApiError unhealthy_error() { return make_api_error("healthcheck", "unhealthy"); }
 
+// NOTE: 503, not the table's 429 for "overloaded": the server (not the model) is full, and a load
+// balancer retries a 503 elsewhere; the type stays "overloaded" so TGI's clients raise their
+// OverloadedError.
+ApiError connection_limit_error() {
+  return ApiError{503, "Too many open connections", "overloaded"};
+}
+
 ApiError template_error(std::string_view detail) {
   return make_api_error("template_error", "Template error: " + std::string(detail));
 }

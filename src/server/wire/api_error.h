@@ -30,6 +30,7 @@ ApiError incomplete_generation_error();                    // 500, non-stream
 ApiError incomplete_generation_stream_error();             // 500, only ever inside SSE
 ApiError stream_serialization_error();                     // 500
 ApiError unhealthy_error();                                // 503, /health
+ApiError connection_limit_error();  // 503 "overloaded", past --max-connections (ours)
 // Chat and completions routes.
 ApiError template_error(std::string_view detail);                  // 422 "Template error: {detail}"
 ApiError tool_error(std::string_view detail);                      // 422 "Tool error: {detail}"
