@@ -45,10 +45,8 @@ from schema_suite import PROMPT as SUITE_PROMPT  # noqa: E402
 from schema_suite import SCHEMAS  # noqa: E402
 from serving import LLAMA_SERVER, MODEL, OURS, ROOT, free_port, percentile, wait_ready  # noqa: E402
 
-FREE_PROMPTS = [
-    "Count from 1 to 300, separated by commas: 1, 2, 3, 4,",
-    "Here are the numbers from 100 to 400 in order: 100, 101, 102,",
-]
+# One prompt per mode, the same for every stream: the two modes then differ only in the mask.
+FREE_PROMPT = "Count from 1 to 300, separated by commas: 1, 2, 3, 4,"
 SCHEMA_PROMPT = "Here is a JSON list of forty people, each with a name and a city:\n"
 
 
@@ -148,13 +146,13 @@ def decode_run(server, batch, max_tokens, constrained):
     schema = people_schema(40) if constrained else None
     results, lock = [], threading.Lock()
 
-    def client(i):
-        prompt = SCHEMA_PROMPT if constrained else FREE_PROMPTS[i % len(FREE_PROMPTS)]
+    def client():
+        prompt = SCHEMA_PROMPT if constrained else FREE_PROMPT
         r = server.stream(prompt, max_tokens, schema)
         with lock:
             results.append(r)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(batch)]
+    threads = [threading.Thread(target=client) for _ in range(batch)]
     for t in threads:
         t.start()
     for t in threads:
