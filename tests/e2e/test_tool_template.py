@@ -6,23 +6,19 @@ list, with TGI's tool prompt appended to the last message and no tools JSON ther
 grammar must turn the model's garbage into calls that validate against the tools' schemas."""
 
 import json
-import shutil
 
 import jinja2
 import jsonschema
-import numpy as np
 import pytest
 import requests
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from openai import OpenAI
-from safetensors.numpy import save_file
 
-from conftest import LAUNCHER, ROOT, launch_server
+from conftest import ROOT, launch_server
+from tiny_random_model import SMOLLM2_TOKENIZER, write_model
 
 TEMPLATE = ROOT / "tests/fixtures/templates/sources/Qwen-Qwen2.5-7B-Instruct.jinja"
-SMOLLM2_TOKENIZER = LAUNCHER.parents[2] / "test-models" / "tokenizers" / "smollm2"
-VOCAB_SIZE = 49152  # SmolLM2's tokenizer
 DEFAULT_TOOL_PROMPT = (
     "\nGiven the functions available, please respond with a JSON for a function call with its "
     "proper arguments that best answers the given prompt. Respond in the format {name: function "
@@ -50,55 +46,12 @@ ASK = [{"role": "system", "content": "Be brief."},
        {"role": "user", "content": "Weather in Paris?"}]
 
 
-def write_model(folder):
-    """A seeded random Llama over SmolLM2's vocabulary, long enough for the tools prompt."""
-    hidden, inter, layers, heads, kv_heads = 64, 128, 2, 4, 2
-    head_dim = hidden // heads
-    config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
-        "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
-        "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-        "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-        "rope_scaling": None, "tie_word_embeddings": True, "torch_dtype": "float32",
-        "vocab_size": VOCAB_SIZE, "bos_token_id": 1, "eos_token_id": 2,
-    }
-    rng = np.random.default_rng(19)
-
-    def w(*shape):
-        return rng.normal(0.0, 0.3, size=shape).astype(np.float32)
-
-    tensors = {"model.embed_tokens.weight": w(VOCAB_SIZE, hidden),
-               "model.norm.weight": np.ones(hidden, np.float32)}
-    for i in range(layers):
-        p = f"model.layers.{i}."
-        tensors.update({
-            p + "self_attn.q_proj.weight": w(heads * head_dim, hidden),
-            p + "self_attn.k_proj.weight": w(kv_heads * head_dim, hidden),
-            p + "self_attn.v_proj.weight": w(kv_heads * head_dim, hidden),
-            p + "self_attn.o_proj.weight": w(hidden, heads * head_dim),
-            p + "mlp.gate_proj.weight": w(inter, hidden),
-            p + "mlp.up_proj.weight": w(inter, hidden),
-            p + "mlp.down_proj.weight": w(hidden, inter),
-            p + "input_layernorm.weight": np.ones(hidden, np.float32),
-            p + "post_attention_layernorm.weight": np.ones(hidden, np.float32),
-        })
-    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
-    (folder / "generation_config.json").write_text(
-        json.dumps({"bos_token_id": 1, "eos_token_id": 2}))
-    shutil.copy(SMOLLM2_TOKENIZER / "tokenizer.json", folder / "tokenizer.json")
-    tokenizer_config = json.loads((SMOLLM2_TOKENIZER / "tokenizer_config.json").read_text())
-    tokenizer_config["chat_template"] = TEMPLATE.read_text()
-    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2))
-    return tokenizer_config
-
-
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     if not (SMOLLM2_TOKENIZER / "tokenizer.json").exists():
         pytest.fail(f"{SMOLLM2_TOKENIZER} missing: run `make fixtures-test`")
     folder = tmp_path_factory.mktemp("qwen25-template-tiny")
-    return folder, write_model(folder)
+    return folder, write_model(folder, TEMPLATE.read_text())
 
 
 @pytest.fixture(scope="module")
