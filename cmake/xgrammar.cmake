@@ -5,8 +5,9 @@
 # SYSTEM, so its warnings never meet our -Werror.
 set(LM_XGRAMMAR_SOURCE_DIR ${PROJECT_SOURCE_DIR}/.cache/xgrammar-0.2.8 CACHE PATH
     "XGrammar 0.2.8 sources (scripts/fetch_xgrammar.sh)")
-if(NOT EXISTS ${LM_XGRAMMAR_SOURCE_DIR}/include/xgrammar/xgrammar.h)
-  message(FATAL_ERROR "XGrammar sources not found in ${LM_XGRAMMAR_SOURCE_DIR}: "
+# The marker is written last, after every patch applied: without it the tree is not ours to build.
+if(NOT EXISTS ${LM_XGRAMMAR_SOURCE_DIR}/.unpacked)
+  message(FATAL_ERROR "XGrammar sources not found (or not patched) in ${LM_XGRAMMAR_SOURCE_DIR}: "
                       "run scripts/fetch_xgrammar.sh (make does)")
 endif()
 file(GLOB_RECURSE xgrammar_sources CONFIGURE_DEPENDS ${LM_XGRAMMAR_SOURCE_DIR}/cpp/*.cc)

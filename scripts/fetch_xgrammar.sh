@@ -34,12 +34,19 @@ if ! echo "$SHA256  $SDIST" | sha256sum -c --quiet -; then
   exit 1
 fi
 echo "setup: unpacking and patching xgrammar-${VERSION}"
-rm -rf "$DEST"
+# Unpacked and patched beside the destination, then moved into place: an interrupted run or a
+# patch that fails leaves no half-patched tree under the name the build uses.
+TMP=.cache/xgrammar-${VERSION}.unpacking
+rm -rf "$TMP"
+mkdir -p "$TMP"
 # -m: every file gets the time of this unpack, so the build recompiles the whole library (ccache
 # hits for unchanged files) rather than keeping objects of a file a patch no longer changes.
-tar -xzmf "$SDIST" -C .cache
+tar -xzmf "$SDIST" -C "$TMP"
 # --fuzz=0: a patch applies where its context matches exactly or the script fails (no marker).
 for p in "${PATCHES[@]}"; do
-  patch -d "$DEST" -p1 --forward --fuzz=0 --quiet <"$p"
+  patch -d "$TMP/xgrammar-${VERSION}" -p1 --forward --fuzz=0 --quiet <"$p"
 done
-echo "$STAMP" >"$DEST/.unpacked"
+echo "$STAMP" >"$TMP/xgrammar-${VERSION}/.unpacked"
+rm -rf "$DEST"
+mv "$TMP/xgrammar-${VERSION}" "$DEST"
+rm -rf "$TMP"

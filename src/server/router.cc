@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 
+#include "base/log.h"
 #include "base/work_queue.h"
 #include "server/openai/openai_handler.h"
 #include "server/openapi.h"
+#include "server/routed_response.h"
 #include "server/state/tgi_metrics.h"
 #include "server/text/token_offsets.h"
 #include "server/tgi/generate_handler.h"
@@ -55,16 +57,18 @@ bool is_json_content_type(const std::string& value) {
 }
 
 // CORS as tower-http with TGI's settings: any origin (or the listed ones), GET/POST, content-type.
-void add_cors(const ServerState& state, const HttpRequest& request, HttpResponse& response) {
+Headers cors_headers(const ServerState& state, const HttpRequest& request) {
+  Headers headers;
   const std::string origin = request.header("origin");
   if (state.cors_allow_origin.empty()) {
-    response.headers.emplace_back("access-control-allow-origin", "*");
+    headers.emplace_back("access-control-allow-origin", "*");
   } else if (std::find(state.cors_allow_origin.begin(), state.cors_allow_origin.end(), origin) !=
              state.cors_allow_origin.end()) {
-    response.headers.emplace_back("access-control-allow-origin", origin);
+    headers.emplace_back("access-control-allow-origin", origin);
   }
-  response.headers.emplace_back(
-      "vary", "origin, access-control-request-method, access-control-request-headers");
+  headers.emplace_back("vary",
+                       "origin, access-control-request-method, access-control-request-headers");
+  return headers;
 }
 
 void respond_unhealthy(ResponseStream& response) {
@@ -163,42 +167,14 @@ std::map<std::pair<std::string, std::string>, Route> route_table() {
   return t;
 }
 
-// Wraps the response so every answer carries the CORS headers.
-class CorsResponse : public ResponseStream {
- public:
-  CorsResponse(const ServerState& state, const HttpRequest& request,
-               std::shared_ptr<ResponseStream> inner)
-      : inner_(std::move(inner)) {
-    HttpResponse probe;
-    add_cors(state, request, probe);
-    cors_ = std::move(probe.headers);
-  }
-  void respond(HttpResponse response) override {
-    response.headers.insert(response.headers.end(), cors_.begin(), cors_.end());
-    inner_->respond(std::move(response));
-  }
-  void start_stream(int status, std::vector<std::pair<std::string, std::string>> headers) override {
-    headers.insert(headers.end(), cors_.begin(), cors_.end());
-    inner_->start_stream(status, std::move(headers));
-  }
-  void write(std::string chunk) override { inner_->write(std::move(chunk)); }
-  void finish() override { inner_->finish(); }
-  bool closed() const override { return inner_->closed(); }
-  void on_close(std::function<void()> callback) override { inner_->on_close(std::move(callback)); }
-
- private:
-  std::shared_ptr<ResponseStream> inner_;
-  std::vector<std::pair<std::string, std::string>> cors_;
-};
-
 }  // namespace
 
 HttpHandler make_router(ServerState& state) {
   auto table =
       std::make_shared<const std::map<std::pair<std::string, std::string>, Route>>(route_table());
   return [&state, table](HttpRequest request, std::shared_ptr<ResponseStream> raw) {
-    auto response =
-        std::make_shared<CorsResponse>(state, request, state.keepalive.wrap(std::move(raw)));
+    auto response = std::make_shared<RoutedResponse>(cors_headers(state, request),
+                                                     state.keepalive.wrap(std::move(raw)));
     std::string path = request.path;
     if (path.size() > 1 && path.rfind("/docs/", 0) == 0) path = "/docs";  // Swagger UI's sub-paths
     if (request.method == "OPTIONS") {                                    // CORS preflight
@@ -227,9 +203,24 @@ HttpHandler make_router(ServerState& state) {
       return;
     }
     if (route.validates && state.validation_workers != nullptr) {
+      // More requests waiting for admission than permits exist: most would get a 429 there
+      // anyway, after holding their bodies in the queue; answer it now (TGI takes its permit
+      // before validating).
+      if (state.validation_workers->queued() >=
+          static_cast<size_t>(std::max<int64_t>(state.settings.max_concurrent_requests, 1))) {
+        const ApiError e = overloaded_error();
+        response->respond({e.status, {{"Content-Type", "application/json"}}, api_error_json(e)});
+        return;
+      }
       state.validation_workers->post(
           [&state, handler = route.handler, request = std::move(request), response]() mutable {
-            handler(state, std::move(request), std::move(response));
+            if (response->closed()) return;  // the client left while the request was queued
+            try {
+              handler(state, std::move(request), response);
+            } catch (const std::exception& e) {
+              log_error(std::string("HTTP handler threw: ") + e.what());
+              response->fail();
+            }
           });
       return;
     }

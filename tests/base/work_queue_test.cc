@@ -21,22 +21,24 @@ TEST(WorkQueue, RunsTasksOffThePostersThread) {
 }
 
 TEST(WorkQueue, RunsAsManyTasksAtOnceAsItHasThreads) {
-  // Two tasks that each wait for the other: they finish only if both run at the same time.
+  // Two tasks that each wait (up to 10 s) for the other to start: each sees the other only if
+  // both run at the same time; one after the other, the first times out alone.
   WorkQueue queue(2);
   std::atomic<int> started{0};
-  std::promise<void> a_done, b_done;
-  auto rendezvous = [&started](std::promise<void>& done) {
+  std::promise<bool> a_met, b_met;
+  auto rendezvous = [&started](std::promise<bool>& met) {
     ++started;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (started.load() < 2 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::yield();
-    done.set_value();
+    met.set_value(started.load() >= 2);
   };
-  queue.post([&] { rendezvous(a_done); });
-  queue.post([&] { rendezvous(b_done); });
-  a_done.get_future().get();
-  b_done.get_future().get();
-  EXPECT_EQ(started.load(), 2);
+  auto a = a_met.get_future();
+  auto b = b_met.get_future();
+  queue.post([&] { rendezvous(a_met); });
+  queue.post([&] { rendezvous(b_met); });
+  EXPECT_TRUE(a.get());
+  EXPECT_TRUE(b.get());
 }
 
 TEST(WorkQueue, StopRunsEverythingQueuedFirst) {

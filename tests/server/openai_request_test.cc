@@ -380,6 +380,11 @@ TEST(ParseChatRequest, ParallelCallsOnlyWhenSentTrueWithAutoOrRequired) {
   EXPECT_FALSE(tool_chat(R"("parallel_tool_calls":true,"tool_choice":"none")").parallel_calls);
   EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":true})")
                    .parallel_calls);
+  // A user tool named no_tool (allowed with required) keeps the single call.
+  EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":true,)"
+                    R"("tool_choice":"required","tools":[{"type":"function","function":)"
+                    R"({"name":"no_tool","parameters":{"type":"object"}}}]})")
+                   .parallel_calls);
   EXPECT_EQ(
       chat_tool_prompt(tool_chat(R"("parallel_tool_calls":true,"tool_prompt":"Go.")"))->tool_prompt,
       "Go.");

@@ -2,6 +2,7 @@
 // validation workers and answers the cheap ones on the I/O thread that received them.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -25,21 +26,50 @@ class RecordingResponse : public ResponseStream {
   void start_stream(int, std::vector<std::pair<std::string, std::string>>) override {}
   void write(std::string) override {}
   void finish() override {}
-  bool closed() const override { return false; }
+  bool closed() const override { return client_gone.load(); }
   void on_close(std::function<void()>) override {}
 
   struct Answer {
     std::thread::id thread;
     int status;
   };
+  // The answer, or status -1 when none came within 10 s (a failure, never a hang).
   Answer wait() {
-    auto future = answered_.get_future();
-    EXPECT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-    return future.get();
+    if (answer_.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return {{}, -1};
+    return answer_.get();
   }
+  bool answered_within(std::chrono::milliseconds ms) {
+    return answer_.wait_for(ms) == std::future_status::ready;
+  }
+  std::atomic<bool> client_gone{false};
 
  private:
   std::promise<Answer> answered_;
+  std::future<Answer> answer_ = answered_.get_future();
+};
+
+// Holds a work queue's only thread until released (also when the test fails early).
+class Gate {
+ public:
+  // Returns once the task holds the thread (so nothing of it is left in the queue).
+  explicit Gate(WorkQueue& workers) {
+    std::promise<void> holding;
+    auto held = holding.get_future();
+    workers.post([gate = opened_.get_future().share(), &holding] {
+      holding.set_value();
+      gate.wait();
+    });
+    held.wait();
+  }
+  ~Gate() { open(); }
+  void open() {
+    if (!open_) opened_.set_value();
+    open_ = true;
+  }
+
+ private:
+  std::promise<void> opened_;
+  bool open_ = false;
 };
 
 HttpRequest post_json(const std::string& path, const std::string& body) {
@@ -97,9 +127,7 @@ TEST_F(RouterDispatch, ABusyWorkerDoesNotDelayCheapRoutes) {
   // The only worker is held by a slow admission; /info is still answered at once.
   WorkQueue workers(1);
   state_.validation_workers = &workers;
-  std::promise<void> release;
-  std::shared_future<void> gate = release.get_future().share();
-  workers.post([gate] { gate.wait(); });
+  Gate gate(workers);
   HttpHandler router = make_router(state_);
   auto tokenize = std::make_shared<RecordingResponse>();
   router(post_json("/tokenize", R"({"inputs": "ab"})"), tokenize);
@@ -109,8 +137,36 @@ TEST_F(RouterDispatch, ABusyWorkerDoesNotDelayCheapRoutes) {
   get_info.target = get_info.path = "/info";
   router(get_info, info);
   EXPECT_EQ(info->wait().status, 200);
-  release.set_value();
+  gate.open();
   EXPECT_EQ(tokenize->wait().status, 200);
+}
+
+TEST_F(RouterDispatch, MoreQueuedThanPermitsIs429) {
+  WorkQueue workers(1);
+  state_.validation_workers = &workers;
+  state_.settings.max_concurrent_requests = 1;
+  Gate gate(workers);
+  HttpHandler router = make_router(state_);
+  auto queued = std::make_shared<RecordingResponse>();
+  router(post_json("/tokenize", R"({"inputs": "ab"})"), queued);
+  auto refused = std::make_shared<RecordingResponse>();
+  router(post_json("/tokenize", R"({"inputs": "ab"})"), refused);
+  EXPECT_EQ(refused->wait().status, 429);
+  gate.open();
+  EXPECT_EQ(queued->wait().status, 200);
+}
+
+TEST_F(RouterDispatch, ARequestWhoseClientLeftWhileQueuedIsSkipped) {
+  WorkQueue workers(1);
+  state_.validation_workers = &workers;
+  Gate gate(workers);
+  HttpHandler router = make_router(state_);
+  auto gone = std::make_shared<RecordingResponse>();
+  router(post_json("/tokenize", R"({"inputs": "ab"})"), gone);
+  gone->client_gone = true;
+  gate.open();
+  workers.stop();  // runs what was queued
+  EXPECT_FALSE(gone->answered_within(std::chrono::milliseconds(0)));
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "server/openai/openai_request.h"
 
-#include <charconv>
-
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "server/wire/json_text.h"
@@ -402,7 +401,11 @@ std::variant<ChatRequest, BodyRejection> parse_chat_request(std::string_view bod
       r.parallel_tool_calls = parallel->get<bool>();
     }
     r.uses_tools = !selected_tools(r.tools, r.tool_choice).empty();
-    r.parallel_calls = r.uses_tools && r.parallel_tool_calls == true &&
+    // A user tool named no_tool (allowed with `required`) could not be told from the synthetic
+    // one inside an array: such a request keeps the single call.
+    const bool names_no_tool = std::any_of(r.tools.begin(), r.tools.end(),
+                                           [](const ChatTool& t) { return t.name == kNoToolName; });
+    r.parallel_calls = r.uses_tools && r.parallel_tool_calls == true && !names_no_tool &&
                        (r.tool_choice.kind == ToolChoiceKind::kAuto ||
                         r.tool_choice.kind == ToolChoiceKind::kRequired);
     r.has_response_format = member(b, "response_format") != nullptr;

@@ -44,8 +44,9 @@ struct ChatRequest {
   // `parallel_tool_calls` as sent (absent: nullopt). TGI ignores it and its clients never send
   // it, so only an explicit true changes anything (see parallel_calls).
   std::optional<bool> parallel_tool_calls;
-  // Parallel mode: parallel_tool_calls true and tool_choice auto or required with tools in use;
-  // the answer may then be an array of calls (chat_tools.h parallel_tool_grammar_schema).
+  // Parallel mode: parallel_tool_calls true and tool_choice auto or required with tools in use
+  // (none of them named no_tool); the answer may then be an array of calls (chat_tools.h
+  // parallel_tool_grammar_schema).
   bool parallel_calls = false;
   bool has_response_format = false;  // non-null `response_format`
   // What `response_format` asks for as TGI's grammar (nullopt: none, or {"type":"text"}).

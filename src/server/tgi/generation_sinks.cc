@@ -12,7 +12,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 RequestClock start_request_clock(const ServerState& state, const HttpRequest& request,
                                  const char* span_name) {
   RequestClock clock;
-  clock.start = Clock::now();
+  clock.start = request.received != Clock::time_point{} ? request.received : Clock::now();
   if (state.span_exporter != nullptr) {
     clock.trace = RequestTrace::start(state.span_exporter, span_name, request.header("traceparent"),
                                       clock.start);

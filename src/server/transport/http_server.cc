@@ -419,6 +419,7 @@ void Connection::dispatch() {
     }
   }
   request.body = std::move(message.body());
+  request.received = std::chrono::steady_clock::now();
 
   counted_in_flight_ = true;
   ++shared_->in_flight;
@@ -434,6 +435,9 @@ void Connection::dispatch() {
 
 void Connection::deliver(std::string bytes, bool last, bool close_after) {
   if (state_ != State::kResponding) return;  // closed meanwhile
+  // Judged by what was already waiting: one event larger than the cap (a long echoed prompt's
+  // logprobs) is not a client that stopped reading.
+  const auto behind_before = queued_bytes_;
   if (!bytes.empty()) {
     queued_bytes_ += bytes.size();
     queue_.push_back(std::move(bytes));
@@ -441,7 +445,8 @@ void Connection::deliver(std::string bytes, bool last, bool close_after) {
   if (close_after) close_after_response_ = true;
   if (last) last_queued_ = true;
   flush();
-  if (queued_bytes_ > shared_->config.max_queued_bytes) {
+  if (behind_before > shared_->config.max_queued_bytes &&
+      queued_bytes_ > shared_->config.max_queued_bytes) {
     log_warn(fmt::format(
         "Closed a connection whose client stopped reading: {} response bytes queued behind a "
         "pending write (limit {}); its request is cancelled",

@@ -2,6 +2,7 @@
 // the route handlers, so handlers never see Beast types.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +18,9 @@ struct HttpRequest {
   std::string path;                            // target without the query
   std::map<std::string, std::string> headers;  // names lower-cased; repeated headers joined by ", "
   std::string body;
+  // When the transport had the whole request: request timings start here, so time spent queued
+  // for a validation worker counts (unset: the handler's own start).
+  std::chrono::steady_clock::time_point received{};
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? std::string() : it->second;
