@@ -3,6 +3,7 @@
 // F32 one (weights rounded as torch rounds them), and --rope-scaling/--rope-factor standing in
 // for the config's own rope_scaling.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -125,7 +126,9 @@ TEST(LoadOptions, HalfDtypesRoundF32WeightsAsTorchDoes) {
 // A copy of llama_rope_linear whose config.json has no rope_scaling: the flags must restore it.
 TEST(LoadOptions, RopeScalingFlagsReplaceTheConfigs) {
   const fs::path source = kTestModels / "llama_rope_linear";
-  const fs::path dir = fs::path(::testing::TempDir()) / "rope_override_model";
+  // Per process: ctest runs this binary once per CPU ISA level, in parallel.
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("rope_override_model_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::create_symlink(source / "model.safetensors", dir / "model.safetensors");
