@@ -43,7 +43,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "e2e"))
 from schema_suite import PROMPT as SUITE_PROMPT  # noqa: E402
 from schema_suite import SCHEMAS  # noqa: E402
-from serving import LLAMA_SERVER, MODEL, OURS, ROOT, free_port, percentile, wait_ready  # noqa: E402
+from serving import (LLAMA_SERVER, MODEL, OURS, ROOT, free_port, percentile,  # noqa: E402
+                     sse_stamps, token_event, wait_ready)
 
 # One prompt per mode, the same for every stream: the two modes then differ only in the mask.
 FREE_PROMPT = "Count from 1 to 300, separated by commas: 1, 2, 3, 4,"
@@ -107,26 +108,10 @@ class Server:
     def stream(self, prompt, max_tokens, schema):
         """(start, [arrival of each token]) for one streamed greedy completion."""
         path, body = self.body(prompt, max_tokens, schema, stream=True)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
-        start = time.perf_counter()
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise RuntimeError(f"{self.kind}: HTTP {resp.status}: {resp.read()[:300]!r}")
-        stamps, buf = [], b""
-        while True:
-            chunk = resp.read1(65536)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n\n" in buf:
-                event, buf = buf.split(b"\n\n", 1)
-                if not event.startswith(b"data:"):
-                    continue
-                payload = json.loads(event[5:])
-                if self.kind == "ours" or payload.get("content"):
-                    stamps.append(time.perf_counter())
-        conn.close()
+        status, start, stamps = sse_stamps(self.port, path, body,
+                                           token_event("ours" if self.kind == "ours" else "llama"))
+        if status != 200:
+            raise RuntimeError(f"{self.kind}: HTTP {status}")
         return start, stamps
 
     def metrics(self):

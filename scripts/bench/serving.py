@@ -61,16 +61,9 @@ def wait_ready(port, path, timeout=180):
     raise RuntimeError(f"server on {port} did not become ready")
 
 
-def stream_stamps(kind, port, prompt, max_tokens):
-    """Streams one greedy completion from ours ("ours": /generate_stream) or llama-server
-    (/completion); returns (start, [arrival time of each token event]), perf_counter seconds."""
-    if kind == "ours":
-        path = "/generate_stream"
-        body = {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
-    else:
-        path = "/completion"
-        body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
-                "cache_prompt": False}
+def sse_stamps(port, path, body, is_token):
+    """POSTs `body` to `path` and reads the SSE stream; returns (HTTP status, start, [arrival time
+    of each event whose JSON payload is_token accepts]), perf_counter seconds."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     start = time.perf_counter()
     conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
@@ -85,10 +78,28 @@ def stream_stamps(kind, port, prompt, max_tokens):
             event, buf = buf.split(b"\n\n", 1)
             if not event.startswith(b"data:"):
                 continue
-            payload = json.loads(event[5:])
-            if kind == "ours" or payload.get("content"):
+            if is_token(json.loads(event[5:])):
                 stamps.append(time.perf_counter())
     conn.close()
+    return resp.status, start, stamps
+
+
+def token_event(kind):
+    """Which SSE payloads carry a token: every event of ours, llama-server's with content."""
+    return (lambda payload: True) if kind == "ours" else (lambda payload: bool(payload.get("content")))
+
+
+def stream_stamps(kind, port, prompt, max_tokens):
+    """Streams one greedy completion from ours ("ours": /generate_stream) or llama-server
+    (/completion); returns (start, [arrival time of each token event]), perf_counter seconds."""
+    if kind == "ours":
+        path = "/generate_stream"
+        body = {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens}}
+    else:
+        path = "/completion"
+        body = {"prompt": prompt, "n_predict": max_tokens, "stream": True, "temperature": 0.0,
+                "cache_prompt": False}
+    _, start, stamps = sse_stamps(port, path, body, token_event(kind))
     return start, stamps
 
 

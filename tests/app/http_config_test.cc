@@ -6,34 +6,18 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 
+#include "../app/launcher_test_helpers.h"
 #include "app/launcher_flags.h"
 
 namespace lm {
 namespace {
 
+using testing_app::check_error;
+using testing_app::parse;
+
 using namespace std::chrono_literals;
-
-std::string parse(std::vector<std::string> argv, LauncherArgs& args) {
-  CLI::App app{"test"};
-  add_launcher_flags(app, args);
-  argv.insert(argv.begin(), "text-generation-launcher");
-  std::vector<const char*> raw;
-  for (const std::string& a : argv) raw.push_back(a.c_str());
-  try {
-    app.parse(static_cast<int>(raw.size()), raw.data());
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string check_error(const LauncherArgs& a) {
-  auto r = check_launcher_args(a);
-  return r.ok() ? "" : r.error().message;
-}
 
 TEST(HttpConfig, DefaultsAreNginxTimeoutsAndACapFromTheDescriptorLimit) {
   LauncherArgs args;

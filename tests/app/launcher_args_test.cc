@@ -2,13 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "../app/launcher_test_helpers.h"
+
 namespace lm {
 namespace {
 
-std::string check_error(const LauncherArgs& a) {
-  auto r = check_launcher_args(a);
-  return r.ok() ? "" : r.error().message;
-}
+using testing_app::check_error;
 
 TEST(LauncherArgs, TgiCrossChecksWithTgiMessages) {
   LauncherArgs a;

@@ -6,27 +6,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <CLI/CLI.hpp>
-
+#include "../app/launcher_test_helpers.h"
 #include "app/cpu_isa_flag.h"
 
 namespace lm {
 namespace {
 
-// Parses argv with the launcher's flags; returns the error text, empty on success.
-std::string parse(std::vector<std::string> argv, LauncherArgs& args) {
-  CLI::App app{"test"};
-  add_launcher_flags(app, args);
-  argv.insert(argv.begin(), "text-generation-launcher");
-  std::vector<const char*> raw;
-  for (const std::string& a : argv) raw.push_back(a.c_str());
-  try {
-    app.parse(static_cast<int>(raw.size()), raw.data());
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_app::parse;
 
 TEST(LauncherFlags, DeviceDefaultsToAutoAndTakesFlagOrEnvironment) {
   unsetenv("DEVICE");
