@@ -32,21 +32,35 @@ void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, Thread
   });
 }
 
-void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool) {
+namespace {
+
+// gate = f(gate) * up for an elementwise kernel f·mul, over the pool when it is large.
+template <typename Kernel>
+void gated(Tensor& gate, const Tensor& up, ThreadPool& pool, Kernel kernel) {
   LM_CHECK(gate.shape == up.shape && gate.dtype == DType::kF32 && up.dtype == DType::kF32);
   float* g = gate.as<float>();
   const float* u = up.as<float>();
   const int64_t n = gate.numel();
   if (n < kParallelElements) {
-    kernels::silu_mul(g, u, g, n);
+    kernel(g, u, g, n);
     return;
   }
   pool.parallel_for(
-      n,
-      [&](int64_t begin, int64_t end) {
-        kernels::silu_mul(g + begin, u + begin, g + begin, end - begin);
-      },
+      n, [&](int64_t begin, int64_t end) { kernel(g + begin, u + begin, g + begin, end - begin); },
       1024);
+}
+
+}  // namespace
+
+void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool) {
+  gated(gate, up, pool,
+        [](const float* g, const float* u, float* o, int64_t n) { kernels::silu_mul(g, u, o, n); });
+}
+
+void gelu_tanh_mul(Tensor& gate, const Tensor& up, ThreadPool& pool) {
+  gated(gate, up, pool, [](const float* g, const float* u, float* o, int64_t n) {
+    kernels::gelu_tanh_mul(g, u, o, n);
+  });
 }
 
 void add(Tensor& y, const Tensor& x) {
@@ -54,13 +68,25 @@ void add(Tensor& y, const Tensor& x) {
   kernels::add_inplace(y.as<float>(), x.as<float>(), y.numel());
 }
 
+void scale(Tensor& x, float a) {
+  LM_CHECK(x.dtype == DType::kF32);
+  float* p = x.as<float>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] *= a;
+}
+
+void softcap(Tensor& x, float cap) {
+  LM_CHECK(x.dtype == DType::kF32 && cap > 0);
+  float* p = x.as<float>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] = std::tanh(p[i] / cap) * cap;
+}
+
 void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* inv_freq,
-          RopeMode mode, float attention_scaling) {
+          RopeMode mode, float attention_scaling, int64_t rotary_dim) {
   LM_CHECK(x.rank() == 2 && x.dtype == DType::kF32 && x.dim(1) % head_dim == 0);
   kernels::apply_rope(
       x.as<float>(), positions, inv_freq, x.dim(0), x.dim(1) / head_dim, head_dim,
       mode == RopeMode::kNeox ? kernels::RopeMode::kNeox : kernels::RopeMode::kInterleaved,
-      attention_scaling);
+      attention_scaling, rotary_dim);
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
@@ -95,7 +121,7 @@ void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Ten
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
-                     ThreadPool& pool) {
+                     const AttentionOptions& options, ThreadPool& pool) {
   LM_CHECK(q.rank() == 2 && out.shape == q.shape && k_pool.rank() == 4 &&
            k_pool.shape == v_pool.shape);
   LM_CHECK(q.dtype == DType::kF32 && out.dtype == DType::kF32 && k_pool.dtype == DType::kF32 &&
@@ -108,10 +134,10 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   LM_CHECK(num_seqs >= 0 && query_begins[0] == 0 && query_begins[num_seqs] == q.dim(0));
   for (int64_t i = 0; i < num_seqs * max_blocks_per_seq; ++i)
     LM_CHECK(block_tables[i] >= 0 && block_tables[i] < num_blocks);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   kernels::paged_attention(q.as<float>(), k_pool.as<float>(), v_pool.as<float>(), out.as<float>(),
                            query_begins, first_positions, block_tables, max_blocks_per_seq,
-                           num_seqs, num_heads, num_kv_heads, head_dim, block_size, scale, pool);
+                           num_seqs, num_heads, num_kv_heads, head_dim, block_size,
+                           {options.scale, options.sliding_window, options.softcap}, pool);
 }
 
 }  // namespace lm::ops

@@ -18,12 +18,22 @@ void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, Thread
 // gate = silu(gate) * up, both [rows, n].
 void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 
+// gate = gelu_tanh(gate) * up, both [rows, n] (GeGLU).
+void gelu_tanh_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
+
 // y += x (same shape).
 void add(Tensor& y, const Tensor& x);
 
+// x *= a.
+void scale(Tensor& x, float a);
+
+// x = cap * tanh(x / cap), as torch computes it in fp32 (Gemma 2's logit soft-capping).
+void softcap(Tensor& x, float cap);
+
 // x: [num_tokens, num_heads * head_dim]; rotates each head in place.
+// Only the first rotary_dim elements of each head rotate (0: all).
 void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* inv_freq,
-          RopeMode mode, float attention_scaling);
+          RopeMode mode, float attention_scaling, int64_t rotary_dim = 0);
 
 // q, out: [num_tokens, num_heads * head_dim]; k_cache, v_cache: [capacity, num_kv_heads * head_dim]
 // holding positions [0, first_position + num_tokens). Token i attends causally up to
@@ -38,10 +48,16 @@ void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Ten
 
 // q, out: [num_tokens, num_heads * head_dim], sequence s owning rows [query_begins[s],
 // query_begins[s + 1]) at positions first_positions[s] + i; k_pool, v_pool as in store_kv,
-// read through block_tables [num_seqs, max_blocks_per_seq]. Causal within each sequence.
+// read through block_tables [num_seqs, max_blocks_per_seq]. Causal within each sequence, and as
+// `options` says (scale, sliding window, soft-capping: kernels/cpu/paged_attention.h).
+struct AttentionOptions {
+  float scale = 1.0f;          // scores are q.k * scale
+  int64_t sliding_window = 0;  // > 0: position p sees [p - sliding_window + 1, p] only
+  float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
+};
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
-                     ThreadPool& pool);
+                     const AttentionOptions& options, ThreadPool& pool);
 
 }  // namespace lm::ops

@@ -1,4 +1,4 @@
-// SwiGLU, the sum of exps, residual add and softmax against double-precision formulas,
+// SwiGLU, GeGLU, the sum of exps, residual add and softmax against double-precision formulas,
 // including extreme inputs.
 #include "kernels/cpu/activations.h"
 
@@ -32,6 +32,31 @@ TEST(Activations, SiluMulMatchesFormulaOnEveryIsa) {
     }
     std::vector<float> aliased = gate;
     silu_mul(aliased.data(), up.data(), aliased.data(), 101, isa);
+    EXPECT_EQ(aliased, out);
+  }
+}
+
+// Gemma's GeGLU: torch's gelu(approximate="tanh") in double, with inputs whose cube overflows the
+// tanh's argument range (+-100) and the region where the sigmoid form and tanh differ most.
+TEST(Activations, GeluTanhMulMatchesFormulaOnEveryIsa) {
+  auto gate = testing::random_floats(101, 4, -6.0f, 6.0f);
+  gate[0] = -100.0f;
+  gate[1] = 100.0f;
+  gate[2] = 0.0f;
+  gate[3] = -1e-3f;
+  const auto up = testing::random_floats(101, 5);
+  for (Isa isa : testing::supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> out(101);
+    gelu_tanh_mul(gate.data(), up.data(), out.data(), 101, isa);
+    for (int i = 0; i < 101; ++i) {
+      const double x = gate[i];
+      const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      const double expected = 0.5 * x * (1.0 + std::tanh(inner)) * up[i];
+      EXPECT_NEAR(out[i], expected, 2e-6 * (1.0 + std::fabs(expected))) << i;
+    }
+    std::vector<float> aliased = gate;
+    gelu_tanh_mul(aliased.data(), up.data(), aliased.data(), 101, isa);
     EXPECT_EQ(aliased, out);
   }
 }

@@ -41,6 +41,7 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.dot_row, reference.dot_row);
     EXPECT_NE(kernels.gemm_tile, reference.gemm_tile);
     EXPECT_NE(kernels.silu_mul, reference.silu_mul);
+    EXPECT_NE(kernels.gelu_tanh_mul, reference.gelu_tanh_mul);
     EXPECT_NE(kernels.sum_exp, reference.sum_exp);
     EXPECT_NE(kernels.quantize_row_q8_act, reference.quantize_row_q8_act);
     EXPECT_NE(kernels.dot_row_q8, reference.dot_row_q8);

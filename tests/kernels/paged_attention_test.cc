@@ -25,6 +25,8 @@ struct SeqCase {
 struct Case {
   int64_t num_heads, num_kv_heads, head_dim, block_size;
   std::vector<SeqCase> seqs;
+  int64_t sliding_window = 0;  // 0: full causal attention
+  float softcap = 0.0f;        // 0: scores as they are
 };
 
 // A flat batch over a pool whose blocks are handed out in shuffled order (block 0 never used), so
@@ -87,7 +89,8 @@ void check_paged(const Case& c, Isa isa, ThreadPool& pool, uint32_t seed) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   paged_attention(b.q.data(), b.k_pool.data(), b.v_pool.data(), out.data(), b.query_begins.data(),
                   b.first_positions.data(), b.block_tables.data(), b.max_blocks, num_seqs,
-                  c.num_heads, c.num_kv_heads, c.head_dim, c.block_size, scale, pool, isa);
+                  c.num_heads, c.num_kv_heads, c.head_dim, c.block_size,
+                  {scale, c.sliding_window, c.softcap}, pool, isa);
 
   const int64_t group = c.num_heads / c.num_kv_heads;
   for (int64_t s = 0; s < num_seqs; ++s) {
@@ -104,14 +107,21 @@ void check_paged(const Case& c, Isa isa, ThreadPool& pool, uint32_t seed) {
     }
     for (int64_t i = 0; i < c.seqs[s].num_tokens; ++i) {
       const int64_t row = b.query_begins[static_cast<size_t>(s)] + i;
-      const int64_t visible = c.seqs[s].first_position + i + 1;
+      const int64_t position = c.seqs[s].first_position + i;
+      // Positions [lowest, position]: all of them, or the window's last ones.
+      const int64_t lowest =
+          c.sliding_window > 0 ? std::max<int64_t>(0, position - c.sliding_window + 1) : 0;
+      const int64_t visible = position + 1 - lowest;
       for (int64_t h = 0; h < c.num_heads; ++h) {
         const float* qv = b.q.data() + (row * c.num_heads + h) * c.head_dim;
         const int64_t kv_offset = (h / group) * c.head_dim;
         std::vector<double> p(static_cast<size_t>(visible));
         double max = -INFINITY;
         for (int64_t j = 0; j < visible; ++j) {
-          p[j] = testing::dot_double(qv, k.data() + j * b.kv_row + kv_offset, c.head_dim) * scale;
+          p[j] =
+              testing::dot_double(qv, k.data() + (lowest + j) * b.kv_row + kv_offset, c.head_dim) *
+              scale;
+          if (c.softcap > 0) p[j] = c.softcap * std::tanh(p[j] / c.softcap);
           max = std::max(max, p[j]);
         }
         double sum = 0.0;
@@ -119,7 +129,7 @@ void check_paged(const Case& c, Isa isa, ThreadPool& pool, uint32_t seed) {
         for (int64_t d = 0; d < c.head_dim; ++d) {
           double expected = 0.0;
           for (int64_t j = 0; j < visible; ++j)
-            expected += p[j] / sum * v[j * b.kv_row + kv_offset + d];
+            expected += p[j] / sum * v[(lowest + j) * b.kv_row + kv_offset + d];
           ASSERT_NEAR(out[(row * c.num_heads + h) * c.head_dim + d], expected, 2e-5)
               << "seq " << s << " token " << i << " head " << h << " dim " << d;
         }
@@ -146,6 +156,39 @@ TEST(PagedAttention, MatchesGatherThenAttendReference) {
   }
 }
 
+// A sliding window w: position p sees [p - w + 1, p] only (transformers' sliding-window mask).
+// Prefill chunks that start before, at and past the window, a chunk that crosses it, decodes far
+// past it, and windows of 1 and of exactly the sequence length.
+TEST(PagedAttention, SlidingWindowSeesOnlyTheLastWindowPositions) {
+  ThreadPool pool(2);
+  const Case cases[] = {
+      {4, 2, 32, 16, {{0, 40}, {5, 20}, {100, 1}, {31, 2}, {0, 3}}, 8},
+      {8, 2, 64, 16, {{60, 9}, {0, 70}, {300, 1}}, 64},
+      {2, 1, 16, 5, {{0, 12}, {9, 1}}, 1},
+      {3, 1, 8, 4, {{0, 30}, {29, 1}}, 30},
+  };
+  uint32_t seed = 90;
+  for (Isa isa : testing::supported_isas()) {
+    for (const Case& c : cases) check_paged(c, isa, pool, seed++);
+  }
+}
+
+// Gemma 2's soft-capped scores (cap * tanh(score / cap)), alone and with its local layers'
+// sliding window; a small cap makes the tanh bend scores a lot. Decodes (the few-rows path) and
+// prefill chunks (the wide one).
+TEST(PagedAttention, SoftcappedScoresMatchTheReference) {
+  ThreadPool pool(2);
+  const Case cases[] = {
+      {4, 2, 32, 16, {{0, 40}, {100, 1}, {31, 2}}, 0, 3.0f},
+      {8, 2, 64, 16, {{60, 9}, {300, 1}}, 64, 50.0f},
+      {4, 1, 24, 5, {{0, 20}, {9, 1}}, 8, 1.5f},
+  };
+  uint32_t seed = 130;
+  for (Isa isa : testing::supported_isas()) {
+    for (const Case& c : cases) check_paged(c, isa, pool, seed++);
+  }
+}
+
 // Few chunks of long sequences (one decode of a model with few KV heads) are split over the
 // threads in two passes (attention_work.cc): the result must be the bits of one attend_rows call
 // per chunk, which a one-thread pool makes, and match the reference.
@@ -161,6 +204,7 @@ TEST(PagedAttention, LongDecodesSplitOverThreadsKeepTheBitsOfOneThread) {
        {{255, 1}, {900, 1}}},       // groups of 4, exactly 256 positions (the split's threshold)
       {2, 1, 16, 16, {{1000, 1}}},  // a share of no head dims at 3 threads
       {2, 1, 32, 16, {{600, 2}}},   // two tokens x 2 heads: rows end at different positions
+      {8, 2, 64, 16, {{900, 1}}, 400},  // windowed decode: 400 positions, from 501 on
   };
   uint32_t seed = 40;
   for (Isa isa : testing::supported_isas()) {
@@ -175,7 +219,7 @@ TEST(PagedAttention, LongDecodesSplitOverThreadsKeepTheBitsOfOneThread) {
         paged_attention(b.q.data(), b.k_pool.data(), b.v_pool.data(), out.data(),
                         b.query_begins.data(), b.first_positions.data(), b.block_tables.data(),
                         b.max_blocks, num_seqs, c.num_heads, c.num_kv_heads, c.head_dim,
-                        c.block_size, 0.1f, *pool, isa);
+                        c.block_size, {0.1f, c.sliding_window, c.softcap}, *pool, isa);
         outs.push_back(std::move(out));
       }
       EXPECT_EQ(outs[1], outs[0]);
@@ -206,7 +250,7 @@ TEST(PagedAttention, IdentityLayoutIsBitIdenticalToContiguousAttention) {
     std::vector<float> paged(q.size()), contiguous(q.size());
     paged_attention(q.data(), k.data(), v.data(), paged.data(), query_begins, first_positions,
                     block_table.data(), num_blocks, 1, num_heads, num_kv_heads, head_dim,
-                    block_size, scale, pool, isa);
+                    block_size, {scale}, pool, isa);
     attention_causal(q.data(), k.data(), v.data(), contiguous.data(), num_tokens, num_heads,
                      num_kv_heads, head_dim, kv_row, first_position, scale, pool, isa);
     EXPECT_EQ(paged, contiguous);
@@ -220,10 +264,10 @@ TEST(PagedAttention, OutputMayAliasQuery) {
   std::vector<float> out(b.q.size());
   paged_attention(b.q.data(), b.k_pool.data(), b.v_pool.data(), out.data(), b.query_begins.data(),
                   b.first_positions.data(), b.block_tables.data(), b.max_blocks, 2, 4, 2, 16, 4,
-                  0.25f, pool);
+                  {0.25f}, pool);
   paged_attention(b.q.data(), b.k_pool.data(), b.v_pool.data(), b.q.data(), b.query_begins.data(),
                   b.first_positions.data(), b.block_tables.data(), b.max_blocks, 2, 4, 2, 16, 4,
-                  0.25f, pool);
+                  {0.25f}, pool);
   EXPECT_EQ(b.q, out);
 }
 

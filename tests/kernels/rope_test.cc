@@ -25,6 +25,26 @@ TEST(Rope, NeoxPairsFirstAndSecondHalf) {
   EXPECT_FLOAT_EQ(x[3], 4.0f * c1 + 2.0f * s1);
 }
 
+// Partial rotary (Phi-4-mini): head_dim 6, rotary_dim 4: pairs (0, 2) and (1, 3) rotate as in a
+// 4-wide head, elements 4 and 5 pass through; the second head starts at element 6.
+TEST(Rope, PartialRotaryRotatesTheLeadingElementsOnly) {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const float inv_freq[2] = {1.0f, 0.5f};
+  const int32_t position = 2;
+  apply_rope(x.data(), &position, inv_freq, 1, 2, 6, RopeMode::kNeox, 1.0f, 4);
+  const float c0 = std::cos(2.0f), s0 = std::sin(2.0f), c1 = std::cos(1.0f), s1 = std::sin(1.0f);
+  for (int head = 0; head < 2; ++head) {
+    const float* r = x.data() + head * 6;
+    const float b = static_cast<float>(head * 6);
+    EXPECT_FLOAT_EQ(r[0], (b + 1) * c0 - (b + 3) * s0);
+    EXPECT_FLOAT_EQ(r[2], (b + 3) * c0 + (b + 1) * s0);
+    EXPECT_FLOAT_EQ(r[1], (b + 2) * c1 - (b + 4) * s1);
+    EXPECT_FLOAT_EQ(r[3], (b + 4) * c1 + (b + 2) * s1);
+    EXPECT_EQ(r[4], b + 5);
+    EXPECT_EQ(r[5], b + 6);
+  }
+}
+
 TEST(Rope, InterleavedPairsNeighbours) {
   // Two tokens, two heads; the second token at position 0 must be left unchanged.
   std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};

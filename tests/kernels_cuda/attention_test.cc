@@ -66,7 +66,7 @@ std::vector<float> cpu_attention(const Shape& s, const PagedCache& cache,
   kernels::paged_attention(q.data(), cache.k_pool.data(), cache.v_pool.data(), out.data(),
                            query_begins.data(), first_positions.data(), cache.block_tables.data(),
                            cache.max_blocks_per_seq, num_seqs, s.num_heads, s.num_kv_heads,
-                           s.head_dim, s.block_size, scale, pool, Isa::kScalar);
+                           s.head_dim, s.block_size, {scale}, pool, Isa::kScalar);
   return out;
 }
 

@@ -13,6 +13,10 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa
   isa_kernels(isa).silu_mul(gate, up, out, n);
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa) {
+  isa_kernels(isa).gelu_tanh_mul(gate, up, out, n);
+}
+
 double sum_exp(const float* x, int64_t n, float shift, Isa isa) {
   return isa_kernels(isa).sum_exp(x, n, shift);
 }

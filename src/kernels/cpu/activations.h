@@ -13,6 +13,11 @@ namespace lm::kernels {
 // gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa = best_isa());
 
+// out[i] = gelu_tanh(gate[i]) * up[i], gelu_tanh(x) = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x +
+// 0.044715 * x^3))) (torch's approximate="tanh", Gemma's GeGLU) in fp32; the vector tables compute
+// x * sigmoid(2 * inner) with the polynomial exp. out may alias gate or up.
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, Isa isa = best_isa());
+
 // sum over i < n of exp(x[i] - shift), every x[i] <= shift (shift: their max): a softmax's
 // normaliser. The scalar table sums libm's exps in order in a double; the vector tables use a
 // polynomial exp (relative error < 2e-7) and add in float lanes over stretches of 256 values

@@ -38,12 +38,25 @@ inline int64_t scratch_floats(int64_t head_dim) {
   return (2 * head_dim + kAttentionPositionTile) * kAttentionMaxRows;
 }
 
+// cap * tanh(s / cap) per lane (Gemma 2's attention soft-capping), with tanh(y) = sign(y) *
+// (1 - e) / (1 + e), e = exp(-2|y|) from the polynomial exp: no overflow for any score.
+template <typename V>
+static typename V::Reg softcapped(typename V::Reg s, float cap) {
+  using Reg = typename V::Reg;
+  const Reg y = V::div(s, V::set1(cap));
+  const Reg abs_y = V::max(y, V::sub(V::zero(), y));
+  const Reg e = lanes::exp_nonpositive<V>(V::mul(V::set1(-2.0f), abs_y));
+  const Reg t = V::div(V::sub(V::set1(1.0f), e), V::add(V::set1(1.0f), e));
+  return V::mul(V::select(V::less(y, V::zero()), V::sub(V::zero(), t), t), V::set1(cap));
+}
+
 // num_rows <= V::kLanes rows; row r attends to positions [0, num_positions[r]) at k + offsets[p]
 // and v + offsets[p]. scratch: scratch_floats(head_dim) floats. out_rows may alias q_rows.
-template <typename V>
+// kSoftcap: scores (after scale) become softcap * tanh(score / softcap) before the softmax.
+template <typename V, bool kSoftcap = false>
 static void attend(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
                    int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
-                   int64_t head_dim, float scale, float* scratch) {
+                   int64_t head_dim, float scale, float* scratch, float softcap = 0.0f) {
   using Reg = typename V::Reg;
   constexpr int L = V::kLanes;
   float* q_t = scratch;                   // [head_dim][L]
@@ -70,7 +83,11 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
     Reg tile_max = minus_inf;
     const auto finish_score = [&](Reg s, int64_t j) {
       const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit);
-      s = V::select(valid, V::mul(s, scale_v), minus_inf);
+      if constexpr (kSoftcap) {
+        s = V::select(valid, softcapped<V>(V::mul(s, scale_v), softcap), minus_inf);
+      } else {
+        s = V::select(valid, V::mul(s, scale_v), minus_inf);
+      }
       V::store(weights + j * L, s);
       tile_max = V::max(tile_max, s);
     };
@@ -503,6 +520,25 @@ static void attend_any(const float* const* q_rows, float* const* out_rows,
     attend<Wide>(q_rows + r0, out_rows + r0, num_positions + r0,
                  std::min<int64_t>(Wide::kLanes, num_rows - r0), k, v, offsets, head_dim, scale,
                  scratch);
+  }
+}
+
+// The vector tables' attend_rows_softcapped: the rows-in-lanes kernel only (rarely used, so no
+// positions-in-lanes or split variants), 128-bit lanes for a decode's few rows.
+template <typename Wide>
+static void attend_softcapped_any(const float* const* q_rows, float* const* out_rows,
+                                  const int64_t* num_positions, int64_t num_rows, const float* k,
+                                  const float* v, const int64_t* offsets, int64_t head_dim,
+                                  float scale, float softcap, float* scratch) {
+  if (num_rows <= 4) {
+    attend<lanes::Xmm, true>(q_rows, out_rows, num_positions, num_rows, k, v, offsets, head_dim,
+                             scale, scratch, softcap);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < num_rows; r0 += Wide::kLanes) {
+    attend<Wide, true>(q_rows + r0, out_rows + r0, num_positions + r0,
+                       std::min<int64_t>(Wide::kLanes, num_rows - r0), k, v, offsets, head_dim,
+                       scale, scratch, softcap);
   }
 }
 #endif

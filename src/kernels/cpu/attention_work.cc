@@ -129,7 +129,7 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
 void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
                       const AttentionSequence* sequences, int64_t num_sequences, const float* k,
                       const float* v, int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
-                      float scale, ThreadPool& pool) {
+                      float scale, float softcap, ThreadPool& pool) {
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && head_dim > 0);
   const int64_t group_size = num_heads / num_kv_heads;
   std::vector<Chunk> chunks;
@@ -141,7 +141,8 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
     }
   }
   chunks = interleave_cheap_and_dear(std::move(chunks));
-  if (pool.num_threads() > 1 && static_cast<int64_t>(chunks.size()) < 2 * pool.num_threads()) {
+  if (softcap == 0.0f && pool.num_threads() > 1 &&
+      static_cast<int64_t>(chunks.size()) < 2 * pool.num_threads()) {
     std::vector<ChunkRows> rows;
     for (const Chunk& chunk : chunks) {
       rows.push_back(
@@ -160,9 +161,16 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
       const Chunk& chunk = chunks[static_cast<size_t>(c)];
       const ChunkRows r =
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim);
-      kernels.attend_rows(r.q, r.out, r.num_positions, chunk.num_rows, k + chunk.kv_head * head_dim,
-                          v + chunk.kv_head * head_dim, sequences[chunk.sequence].offsets, head_dim,
-                          scale, scratch.data());
+      if (softcap > 0.0f) {
+        kernels.attend_rows_softcapped(r.q, r.out, r.num_positions, chunk.num_rows,
+                                       k + chunk.kv_head * head_dim, v + chunk.kv_head * head_dim,
+                                       sequences[chunk.sequence].offsets, head_dim, scale, softcap,
+                                       scratch.data());
+      } else {
+        kernels.attend_rows(r.q, r.out, r.num_positions, chunk.num_rows,
+                            k + chunk.kv_head * head_dim, v + chunk.kv_head * head_dim,
+                            sequences[chunk.sequence].offsets, head_dim, scale, scratch.data());
+      }
     }
   });
 }

@@ -20,10 +20,11 @@ struct AttentionSequence {
 };
 
 // q, out: [tokens, num_heads, head_dim]; token t of sequence s attends to positions
-// [0, first_position + t - first_token]. KV head g's rows start at k + g * head_dim.
+// [0, first_position + t - first_token]. KV head g's rows start at k + g * head_dim. softcap > 0:
+// scores become softcap * tanh(score / softcap) (attend_rows_softcapped, never split).
 void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
                       const AttentionSequence* sequences, int64_t num_sequences, const float* k,
                       const float* v, int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
-                      float scale, ThreadPool& pool);
+                      float scale, float softcap, ThreadPool& pool);
 
 }  // namespace lm::kernels

@@ -75,6 +75,8 @@ struct IsaKernels {
                      int64_t k, float* y, int64_t ldy);
   // out[i] = silu(gate[i]) * up[i] (activations.h).
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  // out[i] = gelu_tanh(gate[i]) * up[i] (activations.h).
+  void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
   // sum over i < n of exp(x[i] - shift), every x[i] <= shift (activations.h).
   double (*sum_exp)(const float* x, int64_t n, float shift);
   // The int8 activation path (int8_dot.h): quantize an fp32 row to int8 blocks, and the integer
@@ -100,6 +102,11 @@ struct IsaKernels {
                       const int64_t* num_positions, int64_t num_rows, const float* k,
                       const float* v, const int64_t* offsets, int64_t head_dim, float scale,
                       float* scratch);
+  // attend_rows with soft-capped scores: softcap * tanh(score / softcap) (Gemma 2).
+  void (*attend_rows_softcapped)(const float* const* q_rows, float* const* out_rows,
+                                 const int64_t* num_positions, int64_t num_rows, const float* k,
+                                 const float* v, const int64_t* offsets, int64_t head_dim,
+                                 float scale, float softcap, float* scratch) = nullptr;
   // Decode attention for 1-4 rows with head_dim a multiple of 8, split over threads with the
   // bits of attend_rows (attention_rows.h: scores_in_lanes / values_in_lanes): the scores of a
   // range of positions, then the softmax and the V sums of a range of head dims. Null in tables

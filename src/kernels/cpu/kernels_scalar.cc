@@ -205,12 +205,34 @@ void attend_rows(const float* const* q_rows, float* const* out_rows, const int64
   }
 }
 
+void attend_rows_softcapped(const float* const* q_rows, float* const* out_rows,
+                            const int64_t* num_positions, int64_t num_rows, const float* k,
+                            const float* v, const int64_t* offsets, int64_t head_dim, float scale,
+                            float softcap, float* scratch) {
+  for (int64_t r = 0; r < num_rows; ++r) {
+    attention_rows::attend<lanes::Scalar, true>(q_rows + r, out_rows + r, num_positions + r, 1, k,
+                                                v, offsets, head_dim, scale, scratch, softcap);
+  }
+}
+
 // torch's CPU formula, x / (1 + exp(-x)), with libm's exp: the reference for the vector
 // versions.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+// torch's CPU formula for gelu(x, approximate="tanh"), 0.5 * x * (1 + tanh(sqrt(2 / pi) *
+// (x + 0.044715 * x^3))), with libm's tanh: the reference for the vector versions.
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  constexpr float kKappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float inner = kBeta * (x + kKappa * x * x * x);
+    out[i] = 0.5f * x * (1.0f + std::tanh(inner)) * up[i];
   }
 }
 
@@ -232,6 +254,7 @@ const IsaKernels& scalar_kernels() {
                                        .gemm_tile = gemm_tile,
                                        .gemm_panel = nullptr,
                                        .silu_mul = silu_mul,
+                                       .gelu_tanh_mul = gelu_tanh_mul,
                                        .sum_exp = sum_exp,
                                        .quantize_row_q8_act = quantize_row_q8_act_scalar,
                                        .dot_row_q8 = dot_row_q8_scalar,
@@ -239,7 +262,8 @@ const IsaKernels& scalar_kernels() {
                                        .int8_tile_row_bytes = nullptr,
                                        .int8_tile_prepare = nullptr,
                                        .int8_tile_gemm = nullptr,
-                                       .attend_rows = attend_rows};
+                                       .attend_rows = attend_rows,
+                                       .attend_rows_softcapped = attend_rows_softcapped};
   return kKernels;
 }
 

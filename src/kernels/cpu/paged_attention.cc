@@ -29,9 +29,11 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int64_t block_size,
-                     float scale, ThreadPool& pool, Isa isa) {
+                     const AttentionOptions& options, ThreadPool& pool, Isa isa) {
+  const int64_t sliding_window = options.sliding_window;
   LM_CHECK(num_seqs >= 0 && head_dim > 0 && block_size > 0 && max_blocks_per_seq >= 0);
-  LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0);
+  LM_CHECK(options.softcap >= 0.0f);
+  LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && sliding_window >= 0);
   const int64_t kv_row = num_kv_heads * head_dim;  // floats per slot
 
   // Every sequence's K/V row offsets, read once from its block table.
@@ -43,17 +45,30 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
     offset_begins[s + 1] = offset_begins[s] + num_positions;
   }
   std::vector<int64_t> offsets(static_cast<size_t>(offset_begins[num_seqs]));
-  std::vector<AttentionSequence> sequences(static_cast<size_t>(num_seqs));
+  std::vector<AttentionSequence> sequences;
+  sequences.reserve(static_cast<size_t>(num_seqs));
   for (int64_t s = 0; s < num_seqs; ++s) {
     const int32_t* block_table = block_tables + s * max_blocks_per_seq;
     int64_t* seq_offsets = offsets.data() + offset_begins[s];
     for (int64_t p = 0; p < offset_begins[s + 1] - offset_begins[s]; ++p)
       seq_offsets[p] = (block_table[p / block_size] * block_size + p % block_size) * kv_row;
-    sequences[s] = {query_begins[s], query_begins[s + 1] - query_begins[s], first_positions[s],
-                    seq_offsets};
+    const int64_t first_token = query_begins[s], num_tokens = query_begins[s + 1] - first_token;
+    const int64_t first_position = first_positions[s];
+    // Tokens whose window reaches position 0 attend as a causal run. Each later token sees
+    // positions [p - w + 1, p]: attention does not depend on where its keys sit (RoPE is in
+    // them already), so it attends as a one-token sequence whose offsets start at p - w + 1.
+    int64_t full = num_tokens;
+    if (sliding_window > 0)
+      full = std::clamp<int64_t>(sliding_window - first_position, 0, num_tokens);
+    if (full > 0) sequences.push_back({first_token, full, first_position, seq_offsets});
+    for (int64_t t = full; t < num_tokens; ++t) {
+      const int64_t lowest = first_position + t - sliding_window + 1;
+      sequences.push_back({first_token + t, 1, sliding_window - 1, seq_offsets + lowest});
+    }
   }
-  attend_sequences(isa_kernels(isa), q, out, sequences.data(), num_seqs, k_pool, v_pool, num_heads,
-                   num_kv_heads, head_dim, scale, pool);
+  attend_sequences(isa_kernels(isa), q, out, sequences.data(),
+                   static_cast<int64_t>(sequences.size()), k_pool, v_pool, num_heads, num_kv_heads,
+                   head_dim, options.scale, options.softcap, pool);
 }
 
 }  // namespace lm::kernels

@@ -9,6 +9,13 @@
 
 namespace lm::kernels {
 
+// How a layer's scores become weights, besides the causal mask.
+struct AttentionOptions {
+  float scale = 1.0f;          // scores are q.k * scale
+  int64_t sliding_window = 0;  // > 0: position p sees [p - sliding_window + 1, p] only
+  float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
+};
+
 // k, v: [num_tokens, kv_dim]. k_pool, v_pool: [num_slots, kv_dim]. Token t's rows are copied to
 // slot slot_mapping[t]; a negative slot skips the token.
 void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
@@ -22,10 +29,12 @@ void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float
 // Grouped-query: head h reads kv head h / (num_heads / num_kv_heads). Flash-style online softmax
 // in tiles of positions (no score matrix), fp32, parallel over chunks of (token, head) rows that
 // share a KV head (attention_work.h). out may alias q.
+// options.sliding_window narrows what a row at position p sees to [p - w + 1, p], as
+// transformers' sliding-window mask does (Mistral, Qwen2, Phi-3, Gemma's local layers).
 void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int64_t block_size,
-                     float scale, ThreadPool& pool, Isa isa = best_isa());
+                     const AttentionOptions& options, ThreadPool& pool, Isa isa = best_isa());
 
 }  // namespace lm::kernels

@@ -10,9 +10,11 @@
 namespace lm::kernels {
 
 void apply_rope(float* x, const int32_t* positions, const float* inv_freq, int64_t num_tokens,
-                int64_t num_heads, int64_t head_dim, RopeMode mode, float attention_scaling) {
-  LM_CHECK(head_dim > 0 && head_dim % 2 == 0);
-  const int64_t half = head_dim / 2;
+                int64_t num_heads, int64_t head_dim, RopeMode mode, float attention_scaling,
+                int64_t rotary_dim) {
+  if (rotary_dim == 0) rotary_dim = head_dim;
+  LM_CHECK(head_dim > 0 && rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim);
+  const int64_t half = rotary_dim / 2;
   std::vector<float> cos_table(static_cast<size_t>(half));
   std::vector<float> sin_table(static_cast<size_t>(half));
   for (int64_t t = 0; t < num_tokens; ++t) {

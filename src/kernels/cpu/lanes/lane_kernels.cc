@@ -37,8 +37,10 @@ void add(IsaKernels& kernels) {
   kernels.gemm_tile = lanes::gemm_tile<Wide>;
   if constexpr (lanes::PanelLanes<Wide>) kernels.gemm_panel = lanes::gemm_panel<Wide>;
   kernels.silu_mul = lanes::silu_mul<Wide>;
+  kernels.gelu_tanh_mul = lanes::gelu_tanh_mul<Wide>;
   kernels.sum_exp = lanes::sum_exp<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
+  kernels.attend_rows_softcapped = attention_rows::attend_softcapped_any<Wide>;
   if constexpr (Wide::kLanes == 8) {
     kernels.dot_f32 = lanes::dot_f32<Wide>;
     kernels.axpy_f32 = lanes::axpy_f32<Wide>;

@@ -1,7 +1,9 @@
-// SiLU·mul (IsaKernels::silu_mul) written once against the lane_math.h policies, with the
-// polynomial exp; the scalar table keeps torch's formula with libm's exp as the reference.
+// SiLU·mul and GELU(tanh)·mul (IsaKernels::silu_mul, gelu_tanh_mul) written once against the
+// lane_math.h policies, with the polynomial exp; the scalar table keeps torch's formulas with
+// libm's exp / tanh as the reference.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu/lane_math.h"
@@ -22,6 +24,29 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
     const auto sigmoid =
         P::div(P::select(P::less(g, P::zero()), e, P::set1(1.0f)), P::add(P::set1(1.0f), e));
     P::store(o, P::mul(P::mul(g, sigmoid), P::load(u_in)));
+  };
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) one_step(V{}, gate + i, up + i, out + i);
+  for (; i < n; ++i) one_step(Scalar{}, gate + i, up + i, out + i);
+}
+
+// out[i] = gelu_tanh(gate[i]) * up[i]. 0.5 * (1 + tanh(u)) is sigmoid(2u), so gelu_tanh(x) =
+// x * sigmoid(z) with z = 2 * sqrt(2 / pi) * (x + 0.044715 * x^3), the sigmoid taken as in
+// silu_mul (nothing overflows for any x).
+template <typename V>
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kTwoBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI);
+  constexpr float kKappa = 0.044715f;
+  const auto one_step = [](auto tag, const float* g_in, const float* u_in, float* o) {
+    using P = decltype(tag);
+    const auto x = P::load(g_in);
+    const auto x3 = P::mul(P::mul(x, x), x);
+    const auto z = P::mul(P::set1(kTwoBeta), P::add(x, P::mul(P::set1(kKappa), x3)));
+    const auto minus_abs = P::sub(P::zero(), P::max(z, P::sub(P::zero(), z)));
+    const auto e = exp_nonpositive<P>(minus_abs);
+    const auto sigmoid =
+        P::div(P::select(P::less(z, P::zero()), e, P::set1(1.0f)), P::add(P::set1(1.0f), e));
+    P::store(o, P::mul(P::mul(x, sigmoid), P::load(u_in)));
   };
   int64_t i = 0;
   for (; i + V::kLanes <= n; i += V::kLanes) one_step(V{}, gate + i, up + i, out + i);
