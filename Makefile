@@ -20,6 +20,7 @@ build: setup
 fixtures-test: setup
 	@.venv/bin/python scripts/fixtures/make_test_checkpoints.py --out $(BUILD_DIR)/test-models
 	@.venv/bin/python scripts/fixtures/make_kquant_checkpoint.py --out $(BUILD_DIR)/test-models/kquant-gguf
+	@.venv/bin/python scripts/fixtures/make_tiny_gguf.py --out $(BUILD_DIR)/test-models
 	@for t in smollm2:models/SmolLM2-135M-Instruct.Q4_1.gguf llama-spm:models/vocab/ggml-vocab-llama-spm.gguf \
 	    llama-bpe:models/vocab/ggml-vocab-llama-bpe.gguf; do \
 	  out=$(BUILD_DIR)/test-models/tokenizers/$${t%%:*}; \

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -25,6 +26,11 @@ Tensor rows_of(const Tensor& t, int64_t first, int64_t rows) {
   return Tensor{t.dtype, {rows, t.dim(1)}, t.as<float>() + first * t.dim(1), t.device};
 }
 
+// x [rows, heads * head_dim] seen as [rows * heads, head_dim], for norms over each head.
+Tensor per_head(const Tensor& x, int64_t head_dim) {
+  return Tensor{x.dtype, {x.dim(0) * x.dim(1) / head_dim, head_dim}, x.data, x.device};
+}
+
 Tensor bias_view(const std::vector<float>& b) {
   if (b.empty()) return {};
   return Tensor{
@@ -38,31 +44,32 @@ struct BatchRope {
   std::vector<int32_t> row_begins;
 };
 
-BatchRope batch_rope(const ModelConfig& c, const BatchInput& batch,
+BatchRope batch_rope(const ModelConfig& c, const RopeConfig& config, const BatchInput& batch,
                      const std::vector<float>& freq_factors) {
   BatchRope rope;
-  if (c.rope.type != RopeType::kDynamic) {
-    rope.freqs.push_back(rope_frequencies(c, 0, freq_factors));
+  // Dynamic NTK and LongRoPE depend on how far each sequence reaches in this forward.
+  if (config.type != RopeType::kDynamic && config.type != RopeType::kLongRope) {
+    rope.freqs.push_back(rope_frequencies(c, config, 0, freq_factors));
     rope.row_begins = {0, static_cast<int32_t>(batch.num_tokens())};
     return rope;
   }
   rope.row_begins.assign(batch.query_begins.begin(), batch.query_begins.end());
   for (int64_t s = 0; s < batch.num_seqs(); ++s) {
     const int32_t last_row = batch.query_begins[static_cast<size_t>(s) + 1] - 1;
-    rope.freqs.push_back(
-        rope_frequencies(c, batch.positions[static_cast<size_t>(last_row)] + 1, freq_factors));
+    rope.freqs.push_back(rope_frequencies(
+        c, config, batch.positions[static_cast<size_t>(last_row)] + 1, freq_factors));
   }
   return rope;
 }
 
-void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, const int32_t* positions,
-                ops::RopeMode mode) {
+void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, int64_t rotary_dim,
+                const int32_t* positions, ops::RopeMode mode) {
   for (size_t i = 0; i < rope.freqs.size(); ++i) {
     const int64_t begin = rope.row_begins[i], end = rope.row_begins[i + 1];
     if (begin == end) continue;
     Tensor rows = rows_of(x, begin, end - begin);
     ops::rope(rows, head_dim, positions + begin, rope.freqs[i].inv_freq.data(), mode,
-              rope.freqs[i].attention_scaling);
+              rope.freqs[i].attention_scaling, rotary_dim);
   }
 }
 
@@ -184,12 +191,20 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
   std::vector<int32_t> first_positions(static_cast<size_t>(num_seqs));
   for (int64_t s = 0; s < num_seqs; ++s)
     first_positions[static_cast<size_t>(s)] = batch.positions[batch.query_begins[s]];
-  const BatchRope rope = batch_rope(c, batch, weights_.rope_freq_factors);
+  const BatchRope global_rope = batch_rope(c, c.rope, batch, weights_.rope_freq_factors);
+  std::optional<BatchRope> local_rope;
+  if (c.local_rope) local_rope = batch_rope(c, *c.local_rope, batch, weights_.rope_freq_factors);
   const auto rope_mode =
       c.rope.layout == RopeLayout::kNeox ? ops::RopeMode::kNeox : ops::RopeMode::kInterleaved;
   const auto eps = static_cast<float>(c.rms_norm_eps);
+  const float attention_scale = c.query_pre_attn_scalar
+                                    ? static_cast<float>(1.0 / std::sqrt(*c.query_pre_attn_scalar))
+                                    : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   ops::embedding(weights_.embed_tokens, batch.token_ids.data(), n, x);
+  // Gemma scales the embeddings by sqrt(hidden_size), rounded to the activations' dtype (fp32).
+  if (c.gemma_scaling)
+    ops::scale(x, static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size))));
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const LlamaLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     Tensor& k_pool = kv.k[static_cast<size_t>(layer)];  // [blocks, block_size, kv_heads, head_dim]
@@ -203,20 +218,36 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
                               {&w.k_proj, bias_view(w.k_bias), &k},
                               {&w.v_proj, bias_view(w.v_bias), &v}},
                              pool, int8_activations_);
-    apply_rope(rope, q, c.head_dim, batch.positions.data(), rope_mode);
-    apply_rope(rope, k, c.head_dim, batch.positions.data(), rope_mode);
+    if (c.qk_norm) {
+      Tensor q_heads = per_head(q, c.head_dim), k_heads = per_head(k, c.head_dim);
+      ops::rms_norm(q_heads, w.q_norm.data(), q_heads, eps, pool);
+      ops::rms_norm(k_heads, w.k_norm.data(), k_heads, eps, pool);
+    }
+    const BatchRope& rope =
+        local_rope && c.sliding_window_of(layer) > 0 ? *local_rope : global_rope;
+    apply_rope(rope, q, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
+    apply_rope(rope, k, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
     ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
-    ops::paged_attention(q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
-                         batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs, pool);
+    ops::paged_attention(
+        q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
+        batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs,
+        {attention_scale, c.sliding_window_of(layer), static_cast<float>(c.attn_logit_softcapping)},
+        pool);
     ops::linear(attn, w.o_proj, {}, normed, pool, int8_activations_);
+    if (c.sandwich_norms) ops::rms_norm(normed, w.attn_output_norm.data(), normed, eps, pool);
     ops::add(x, normed);
 
-    // MLP block: down(silu(gate(x)) * up(x)).
+    // MLP block: down(act(gate(x)) * up(x)), SwiGLU or GeGLU.
     ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps, pool);
     ops::linear_shared_input(normed, {{&w.gate_proj, {}, &gate}, {&w.up_proj, {}, &up}}, pool,
                              int8_activations_);
-    ops::silu_mul(gate, up, pool);
+    if (c.mlp_activation == MlpActivation::kGeluTanh) {
+      ops::gelu_tanh_mul(gate, up, pool);
+    } else {
+      ops::silu_mul(gate, up, pool);
+    }
     ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
+    if (c.sandwich_norms) ops::rms_norm(normed, w.mlp_output_norm.data(), normed, eps, pool);
     ops::add(x, normed);
   }
 
@@ -233,6 +264,8 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
   logits.resize(static_cast<size_t>(rows * c.vocab_size));
   Tensor out{DType::kF32, {rows, c.vocab_size}, logits.data(), Device::kCpu};
   if (rows > 0) ops::linear(final_normed, weights_.lm_head, {}, out, pool, int8_activations_);
+  if (c.final_logit_softcapping > 0)
+    ops::softcap(out, static_cast<float>(c.final_logit_softcapping));
 }
 
 }  // namespace lm

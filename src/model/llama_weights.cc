@@ -52,12 +52,28 @@ class Binder {
   WeightNaming naming_;
 };
 
+// Rows [first, first + rows) of a [*, cols] matrix in any row format: a view, no copy.
+Tensor row_slice(const Tensor& t, int64_t first, int64_t rows) {
+  Tensor view = t;
+  view.shape = {rows, t.dim(1)};
+  view.data = static_cast<uint8_t*>(t.data) + first * t.row_bytes();
+  return view;
+}
+
 }  // namespace
 
 Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore& store,
                                         WeightNaming naming) {
   Binder b(store, naming);
   LlamaWeights w;
+  // HF Gemma norms multiply by 1 + w (in fp32); llama.cpp's converter wrote 1 + w into GGUFs.
+  const bool offset_norms = c.gemma_scaling && naming == WeightNaming::kHuggingFace;
+  const auto norm = [&](const std::string& name, int64_t n) -> Result<std::vector<float>> {
+    LM_ASSIGN_OR_RETURN(std::vector<float> v, b.vector(name, n));
+    if (offset_norms)
+      for (float& x : v) x = 1.0f + x;
+    return v;
+  };
   const int64_t hidden = c.hidden_size, q_dim = c.num_attention_heads * c.head_dim,
                 kv_dim = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
   LM_ASSIGN_OR_RETURN(
@@ -69,16 +85,26 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
     LlamaLayerWeights l;
     LM_ASSIGN_OR_RETURN(
         l.input_layernorm,
-        b.vector(b.name(hf + "input_layernorm.weight", gg + "attn_norm.weight"), hidden));
-    LM_ASSIGN_OR_RETURN(
-        l.q_proj,
-        b.matrix(b.name(hf + "self_attn.q_proj.weight", gg + "attn_q.weight"), q_dim, hidden));
-    LM_ASSIGN_OR_RETURN(
-        l.k_proj,
-        b.matrix(b.name(hf + "self_attn.k_proj.weight", gg + "attn_k.weight"), kv_dim, hidden));
-    LM_ASSIGN_OR_RETURN(
-        l.v_proj,
-        b.matrix(b.name(hf + "self_attn.v_proj.weight", gg + "attn_v.weight"), kv_dim, hidden));
+        norm(b.name(hf + "input_layernorm.weight", gg + "attn_norm.weight"), hidden));
+    if (c.fused_projections) {
+      // Phi-3: one [q | k | v] matrix; its rows are the three projections back to back.
+      LM_ASSIGN_OR_RETURN(const Tensor qkv,
+                          b.matrix(b.name(hf + "self_attn.qkv_proj.weight", gg + "attn_qkv.weight"),
+                                   q_dim + 2 * kv_dim, hidden));
+      l.q_proj = row_slice(qkv, 0, q_dim);
+      l.k_proj = row_slice(qkv, q_dim, kv_dim);
+      l.v_proj = row_slice(qkv, q_dim + kv_dim, kv_dim);
+    } else {
+      LM_ASSIGN_OR_RETURN(
+          l.q_proj,
+          b.matrix(b.name(hf + "self_attn.q_proj.weight", gg + "attn_q.weight"), q_dim, hidden));
+      LM_ASSIGN_OR_RETURN(
+          l.k_proj,
+          b.matrix(b.name(hf + "self_attn.k_proj.weight", gg + "attn_k.weight"), kv_dim, hidden));
+      LM_ASSIGN_OR_RETURN(
+          l.v_proj,
+          b.matrix(b.name(hf + "self_attn.v_proj.weight", gg + "attn_v.weight"), kv_dim, hidden));
+    }
     LM_ASSIGN_OR_RETURN(
         l.o_proj,
         b.matrix(b.name(hf + "self_attn.o_proj.weight", gg + "attn_output.weight"), hidden, q_dim));
@@ -90,20 +116,50 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
       LM_ASSIGN_OR_RETURN(
           l.v_bias, b.vector(b.name(hf + "self_attn.v_proj.bias", gg + "attn_v.bias"), kv_dim));
     }
-    LM_ASSIGN_OR_RETURN(
-        l.post_attention_layernorm,
-        b.vector(b.name(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight"), hidden));
-    LM_ASSIGN_OR_RETURN(
-        l.gate_proj,
-        b.matrix(b.name(hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight"), inter, hidden));
-    LM_ASSIGN_OR_RETURN(l.up_proj, b.matrix(b.name(hf + "mlp.up_proj.weight", gg + "ffn_up.weight"),
-                                            inter, hidden));
+    if (c.qk_norm) {
+      LM_ASSIGN_OR_RETURN(
+          l.q_norm,
+          norm(b.name(hf + "self_attn.q_norm.weight", gg + "attn_q_norm.weight"), c.head_dim));
+      LM_ASSIGN_OR_RETURN(
+          l.k_norm,
+          norm(b.name(hf + "self_attn.k_norm.weight", gg + "attn_k_norm.weight"), c.head_dim));
+    }
+    if (c.sandwich_norms) {
+      LM_ASSIGN_OR_RETURN(l.attn_output_norm, norm(b.name(hf + "post_attention_layernorm.weight",
+                                                          gg + "post_attention_norm.weight"),
+                                                   hidden));
+      LM_ASSIGN_OR_RETURN(
+          l.post_attention_layernorm,
+          norm(b.name(hf + "pre_feedforward_layernorm.weight", gg + "ffn_norm.weight"), hidden));
+      LM_ASSIGN_OR_RETURN(l.mlp_output_norm, norm(b.name(hf + "post_feedforward_layernorm.weight",
+                                                         gg + "post_ffw_norm.weight"),
+                                                  hidden));
+    } else {
+      LM_ASSIGN_OR_RETURN(
+          l.post_attention_layernorm,
+          norm(b.name(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight"), hidden));
+    }
+    if (c.fused_projections) {
+      // Phi-3: gate_up_proj's first half of rows is the gate, the second the up projection.
+      LM_ASSIGN_OR_RETURN(const Tensor gate_up,
+                          b.matrix(b.name(hf + "mlp.gate_up_proj.weight", gg + "ffn_up.weight"),
+                                   2 * inter, hidden));
+      l.gate_proj = row_slice(gate_up, 0, inter);
+      l.up_proj = row_slice(gate_up, inter, inter);
+    } else {
+      LM_ASSIGN_OR_RETURN(
+          l.gate_proj,
+          b.matrix(b.name(hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight"), inter, hidden));
+      LM_ASSIGN_OR_RETURN(
+          l.up_proj,
+          b.matrix(b.name(hf + "mlp.up_proj.weight", gg + "ffn_up.weight"), inter, hidden));
+    }
     LM_ASSIGN_OR_RETURN(
         l.down_proj,
         b.matrix(b.name(hf + "mlp.down_proj.weight", gg + "ffn_down.weight"), hidden, inter));
     w.layers.push_back(std::move(l));
   }
-  LM_ASSIGN_OR_RETURN(w.norm, b.vector(b.name("model.norm.weight", "output_norm.weight"), hidden));
+  LM_ASSIGN_OR_RETURN(w.norm, norm(b.name("model.norm.weight", "output_norm.weight"), hidden));
   const std::string head_name = b.name("lm_head.weight", "output.weight");
   if (b.has(head_name)) {
     LM_ASSIGN_OR_RETURN(w.lm_head, b.matrix(head_name, c.vocab_size, hidden));

@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
@@ -141,9 +143,11 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
     out->type = RopeType::kDynamic;
   } else if (t == "llama3") {
     out->type = RopeType::kLlama3;
+  } else if (t == "longrope" || t == "su") {
+    out->type = RopeType::kLongRope;
   } else {
     return Error{origin + ": unsupported rope scaling type '" + t +
-                 "' (supported: linear, dynamic, llama3)"};
+                 "' (supported: linear, dynamic, llama3, longrope)"};
   }
   LM_ASSIGN_OR_RETURN(out->theta, f.number_or("rope_theta", out->theta));
   LM_ASSIGN_OR_RETURN(out->factor, f.number_or("factor", 1.0));
@@ -151,13 +155,187 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
   LM_ASSIGN_OR_RETURN(out->high_freq_factor, f.number_or("high_freq_factor", 4.0));
   LM_ASSIGN_OR_RETURN(out->original_max_position_embeddings,
                       f.int_or("original_max_position_embeddings", 0));
+  if (out->type == RopeType::kLongRope) {
+    const auto factors = [&](const char* key, std::vector<double>* to) -> Status {
+      auto it = rope.find(key);
+      if (it == rope.end() || !it->is_array())
+        return Error{origin + ": longrope scaling needs a '" + key + "' list"};
+      for (const Json& v : *it) {
+        if (!v.is_number() || !(v.get<double>() > 0))
+          return f.wrong(key, "a list of positive numbers", *it);
+        to->push_back(v.get<double>());
+      }
+      return {};
+    };
+    LM_RETURN_IF_ERROR(factors("short_factor", &out->short_factor));
+    LM_RETURN_IF_ERROR(factors("long_factor", &out->long_factor));
+    if (auto it = rope.find("attention_factor"); it != rope.end() && !it->is_null()) {
+      LM_ASSIGN_OR_RETURN(double a, f.number_or("attention_factor", 1.0));
+      out->attention_factor = a;
+    }
+    if (rope.find("factor") == rope.end()) out->factor = 0;  // derived from the context lengths
+  }
   return {};
+}
+
+// Which layers attend through a sliding window, as transformers' configs decide: an explicit
+// `layer_types` list wins; otherwise `default_sliding(layer)` (the architecture's rule). A layer
+// is windowed only when the config has a window.
+Status parse_layer_windows(const Json& j, const Fields& f, const std::string& origin,
+                           std::optional<int64_t> window,
+                           const std::function<bool(int64_t)>& default_sliding, ModelConfig& c,
+                           bool reads_layer_types = true) {
+  if (c.num_hidden_layers < 1 || c.num_hidden_layers > 1024) return {};  // validate() says why
+  c.layer_sliding_windows.assign(static_cast<size_t>(c.num_hidden_layers), 0);
+  if (window && (*window < 1 || *window > (int64_t{1} << 24)))
+    return Error{origin + ": sliding_window = " + std::to_string(*window) + " is not positive"};
+  std::vector<bool> sliding(c.layer_sliding_windows.size(), false);
+  if (auto it = j.find("layer_types"); reads_layer_types && it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != sliding.size())
+      return f.wrong("layer_types", "a list with one entry per layer", *it);
+    for (size_t i = 0; i < sliding.size(); ++i) {
+      const Json& t = (*it)[i];
+      if (t == "sliding_attention") {
+        sliding[i] = true;
+      } else if (t != "full_attention") {
+        return f.wrong("layer_types", "'full_attention' or 'sliding_attention' entries", t);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < sliding.size(); ++i)
+      sliding[i] = default_sliding(static_cast<int64_t>(i));
+  }
+  if (!window) return {};
+  for (size_t i = 0; i < sliding.size(); ++i)
+    if (sliding[i]) c.layer_sliding_windows[i] = *window;
+  return {};
+}
+
+// The MLP's activation against what the architecture computes: SwiGLU for the Llama family
+// (hidden_act), GeGLU with the tanh GELU for Gemma (Gemma 1: hidden_act, whose legacy "gelu"
+// transformers reads as the tanh one; Gemma 2/3: hidden_activation).
+Status parse_activation(const Fields& f, const std::string& origin, ModelConfig& c) {
+  const bool gemma = c.gemma_scaling;
+  const bool gemma1 = c.architecture == Architecture::kGemma;
+  LM_ASSIGN_OR_RETURN(auto act,
+                      f.opt_string(gemma && !gemma1 ? "hidden_activation" : "hidden_act"));
+  std::string a = act.value_or(gemma ? "gelu_pytorch_tanh" : "silu");
+  if (gemma1 && a == "gelu") a = "gelu_pytorch_tanh";
+  if (!gemma && (a == "silu" || a == "swish")) {
+    c.mlp_activation = MlpActivation::kSilu;
+  } else if (gemma && (a == "gelu_pytorch_tanh" || a == "gelu_new")) {
+    c.mlp_activation = MlpActivation::kGeluTanh;
+  } else {
+    return Error{origin + ": hidden activation '" + a + "' is not supported for " +
+                 c.architecture_name + " (supported: " + (gemma ? "gelu_pytorch_tanh" : "silu") +
+                 ")"};
+  }
+  return {};
+}
+
+// Gemma 1/2/3 (text): sqrt(hidden) embedding scale, (1 + w) norms, GeGLU; 2 and 3 add the
+// sandwich norms, query_pre_attn_scalar and alternating sliding-window layers; 2 soft-caps the
+// logits; 3 norms q/k and gives its local layers their own RoPE base.
+Status parse_gemma(const Json& j, const Fields& f, const std::string& origin, ModelConfig& c) {
+  c.gemma_scaling = true;
+  LM_ASSIGN_OR_RETURN(c.tie_word_embeddings, f.bool_or("tie_word_embeddings", true));
+  if (c.architecture == Architecture::kGemma) {
+    return parse_layer_windows(
+        j, f, origin, std::nullopt, [](int64_t) { return false; }, c);
+  }
+  c.sandwich_norms = true;
+  LM_ASSIGN_OR_RETURN(auto scalar, f.opt_int("query_pre_attn_scalar"));
+  if (scalar) {
+    if (*scalar <= 0) return Error{origin + ": query_pre_attn_scalar must be positive"};
+    c.query_pre_attn_scalar = static_cast<double>(*scalar);
+  }
+  LM_ASSIGN_OR_RETURN(c.final_logit_softcapping, f.number_or("final_logit_softcapping", 0.0));
+  LM_ASSIGN_OR_RETURN(c.attn_logit_softcapping, f.number_or("attn_logit_softcapping", 0.0));
+  if (c.final_logit_softcapping < 0 || c.attn_logit_softcapping < 0)
+    return Error{origin + ": logit soft-capping values must not be negative"};
+  LM_ASSIGN_OR_RETURN(auto window, f.opt_int("sliding_window"));
+  if (c.architecture == Architecture::kGemma2) {
+    // Even layers are local (sliding), odd ones global.
+    return parse_layer_windows(
+        j, f, origin, window, [](int64_t i) { return (i + 1) % 2 != 0; }, c);
+  }
+  c.qk_norm = true;
+  LM_ASSIGN_OR_RETURN(bool bidirectional, f.bool_or("use_bidirectional_attention", false));
+  if (bidirectional) {
+    return Error{origin + ": use_bidirectional_attention (an embedding model) is not supported"};
+  }
+  LM_ASSIGN_OR_RETURN(int64_t pattern, f.int_or("sliding_window_pattern", 6));
+  if (pattern < 1) return Error{origin + ": sliding_window_pattern must be positive"};
+  LM_RETURN_IF_ERROR(parse_layer_windows(
+      j, f, origin, window, [pattern](int64_t i) { return (i + 1) % pattern != 0; }, c));
+  // Local layers: default RoPE at rope_local_base_freq; global ones: rope_theta + rope_scaling.
+  RopeConfig local;
+  LM_ASSIGN_OR_RETURN(local.theta, f.number_or("rope_local_base_freq", 10000.0));
+  if (auto p = j.find("rope_parameters"); p != j.end() && p->is_object()) {
+    // transformers 5: one set of parameters per layer type.
+    if (auto s = p->find("sliding_attention"); s != p->end())
+      LM_RETURN_IF_ERROR(parse_rope_scaling(*s, origin, &local));
+    if (auto g = p->find("full_attention"); g != p->end()) {
+      c.rope = RopeConfig{};
+      LM_RETURN_IF_ERROR(parse_rope_scaling(*g, origin, &c.rope));
+    }
+  }
+  c.local_rope = local;
+  return {};
+}
+
+// LongRoPE's context lengths (Phi-3 keeps original_max_position_embeddings beside rope_scaling)
+// and, as transformers derives it when absent, factor = max / original length.
+Status finish_longrope(const Fields& f, const std::string& origin, ModelConfig& c) {
+  if (c.rope.type != RopeType::kLongRope) return {};
+  if (c.rope.original_max_position_embeddings == 0) {
+    LM_ASSIGN_OR_RETURN(c.rope.original_max_position_embeddings,
+                        f.int_or("original_max_position_embeddings", c.max_position_embeddings));
+  }
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{origin + ": longrope needs original_max_position_embeddings > 0"};
+  if (c.rope.factor == 0) {
+    c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                    static_cast<double>(c.rope.original_max_position_embeddings);
+  }
+  const auto half = static_cast<size_t>(c.rotary_dims() / 2);
+  if (c.rope.short_factor.size() != half || c.rope.long_factor.size() != half) {
+    return Error{origin + ": longrope short_factor/long_factor need rotary dims / 2 = " +
+                 std::to_string(half) + " entries"};
+  }
+  return {};
+}
+
+// Phi-3/3.5/4-mini: fused qkv and gate_up projections, LongRoPE from
+// original_max_position_embeddings, a sliding window over every layer when the config has one.
+Status parse_phi3(const Json& j, const Fields& f, const std::string& origin,
+                  std::optional<int64_t> window, ModelConfig& c) {
+  c.fused_projections = true;
+  LM_ASSIGN_OR_RETURN(double partial, f.number_or("partial_rotary_factor", 1.0));
+  if (auto p = j.find("rope_parameters"); p != j.end() && p->is_object()) {
+    LM_ASSIGN_OR_RETURN(partial, Fields(*p, origin).number_or("partial_rotary_factor", partial));
+  }
+  if (partial != 1.0) {
+    // As transformers: int(head_dim * partial_rotary_factor) leading elements rotate.
+    c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
+    if (!(partial > 0 && partial < 1) || c.rotary_dim < 2 || c.rotary_dim % 2 != 0) {
+      return Error{origin + ": partial_rotary_factor " + std::to_string(partial) +
+                   " does not give an even number of rotary dimensions of head_dim " +
+                   std::to_string(c.head_dim)};
+    }
+  }
+  LM_ASSIGN_OR_RETURN(bool attention_bias, f.bool_or("attention_bias", false));
+  if (attention_bias) return Error{origin + ": attention_bias on Phi3 is not supported"};
+  return parse_layer_windows(
+      j, f, origin, window, [](int64_t) { return true; }, c,
+      /*reads_layer_types=*/false);
 }
 
 }  // namespace
 
 std::string supported_architectures() {
-  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM";
+  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+         "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM";
 }
 
 Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::string& origin) {
@@ -175,10 +353,14 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
   } else {
     LM_ASSIGN_OR_RETURN(auto model_type, f.opt_string("model_type"));
     const std::string mt = model_type.value_or("");
-    arch = mt == "llama"     ? "LlamaForCausalLM"
-           : mt == "mistral" ? "MistralForCausalLM"
-           : mt == "qwen2"   ? "Qwen2ForCausalLM"
-                             : mt;
+    arch = mt == "llama"         ? "LlamaForCausalLM"
+           : mt == "mistral"     ? "MistralForCausalLM"
+           : mt == "qwen2"       ? "Qwen2ForCausalLM"
+           : mt == "qwen3"       ? "Qwen3ForCausalLM"
+           : mt == "gemma"       ? "GemmaForCausalLM"
+           : mt == "gemma2"      ? "Gemma2ForCausalLM"
+           : mt == "gemma3_text" ? "Gemma3ForCausalLM"
+                                 : mt;
   }
   c.architecture_name = arch;
   if (arch == "LlamaForCausalLM") {
@@ -187,6 +369,16 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     c.architecture = Architecture::kMistral;
   } else if (arch == "Qwen2ForCausalLM") {
     c.architecture = Architecture::kQwen2;
+  } else if (arch == "Qwen3ForCausalLM") {
+    c.architecture = Architecture::kQwen3;
+  } else if (arch == "GemmaForCausalLM") {
+    c.architecture = Architecture::kGemma;
+  } else if (arch == "Gemma2ForCausalLM") {
+    c.architecture = Architecture::kGemma2;
+  } else if (arch == "Gemma3ForCausalLM") {
+    c.architecture = Architecture::kGemma3;
+  } else if (arch == "Phi3ForCausalLM") {
+    c.architecture = Architecture::kPhi3;
   } else {
     return Error{origin + ": unsupported architecture '" + arch +
                  "' (supported: " + supported_architectures() + ")"};
@@ -216,22 +408,42 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     LM_RETURN_IF_ERROR(parse_rope_scaling(*p, origin, &c.rope));  // transformers 5 layout
   }
 
-  if (c.architecture == Architecture::kQwen2) {
-    c.attention_bias = true;
-    LM_ASSIGN_OR_RETURN(bool use_sliding, f.bool_or("use_sliding_window", false));
-    if (use_sliding) {
-      LM_ASSIGN_OR_RETURN(c.sliding_window, f.opt_int("sliding_window"));
+  LM_ASSIGN_OR_RETURN(const auto window, f.opt_int("sliding_window"));
+  const bool gemma = c.architecture == Architecture::kGemma ||
+                     c.architecture == Architecture::kGemma2 ||
+                     c.architecture == Architecture::kGemma3;
+  if (gemma) {
+    LM_RETURN_IF_ERROR(parse_gemma(j, f, origin, c));
+  } else if (c.architecture == Architecture::kPhi3) {
+    LM_RETURN_IF_ERROR(parse_phi3(j, f, origin, window, c));
+  } else if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
+    // Qwen2 always has q/k/v biases; Qwen3 has q/k norms and biases only when it says so.
+    c.attention_bias = c.architecture == Architecture::kQwen2;
+    c.qk_norm = c.architecture == Architecture::kQwen3;
+    if (c.architecture == Architecture::kQwen3) {
+      LM_ASSIGN_OR_RETURN(c.attention_bias, f.bool_or("attention_bias", false));
     }
+    // The window is used only with use_sliding_window, by the layers from max_window_layers on.
+    LM_ASSIGN_OR_RETURN(bool use_sliding, f.bool_or("use_sliding_window", false));
+    LM_ASSIGN_OR_RETURN(int64_t max_window_layers,
+                        f.int_or("max_window_layers", c.num_hidden_layers));
+    LM_RETURN_IF_ERROR(parse_layer_windows(
+        j, f, origin, use_sliding ? window : std::nullopt,
+        [&](int64_t layer) { return layer >= max_window_layers; }, c));
   } else {
     LM_ASSIGN_OR_RETURN(bool attention_bias, f.bool_or("attention_bias", false));
     LM_ASSIGN_OR_RETURN(bool mlp_bias, f.bool_or("mlp_bias", false));
     if (attention_bias || mlp_bias) {
       return Error{origin + ": attention_bias/mlp_bias on " + arch + " is not supported"};
     }
-    if (c.architecture == Architecture::kMistral) {
-      LM_ASSIGN_OR_RETURN(c.sliding_window, f.opt_int("sliding_window"));
-    }
+    // Mistral: every layer (Mistral-7B-v0.1's 4096), whatever layer_types says (transformers
+    // ignores it there); Llama has no window.
+    LM_RETURN_IF_ERROR(parse_layer_windows(
+        j, f, origin, c.architecture == Architecture::kMistral ? window : std::nullopt,
+        [](int64_t) { return true; }, c, /*reads_layer_types=*/false));
   }
+  LM_RETURN_IF_ERROR(finish_longrope(f, origin, c));
+  LM_RETURN_IF_ERROR(parse_activation(f, origin, c));
   LM_ASSIGN_OR_RETURN(auto bos, f.opt_int("bos_token_id"));
   if (bos && *bos >= 0 && *bos <= INT32_MAX) c.bos_token_id = static_cast<int32_t>(*bos);
   LM_ASSIGN_OR_RETURN(c.eos_token_ids, f.id_list("eos_token_id"));
@@ -267,9 +479,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   } else if (*arch == "qwen2") {
     c.architecture = Architecture::kQwen2;
     c.attention_bias = true;
+  } else if (*arch == "qwen3") {
+    c.architecture = Architecture::kQwen3;
+    c.qk_norm = true;
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
-                 "' (supported: llama, qwen2)"};
+                 "' (supported: llama, qwen2, qwen3)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {

@@ -13,9 +13,13 @@ namespace lm {
 
 class GgufFile;
 
-enum class Architecture { kLlama, kMistral, kQwen2 };
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kGemma, kGemma2, kGemma3, kPhi3 };
 
-enum class RopeType { kDefault, kLinear, kDynamic, kLlama3 };
+// The gate's activation in the gated MLP: SwiGLU (Llama) or GeGLU with tanh-approximated GELU
+// (Gemma's gelu_pytorch_tanh).
+enum class MlpActivation { kSilu, kGeluTanh };
+
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kLongRope };
 
 // How Q/K weight rows pair up dimensions for RoPE. HF checkpoints use rotate_half (NeoX style);
 // llama.cpp's converter permutes Llama Q/K rows so pairs are adjacent (interleaved).
@@ -27,7 +31,11 @@ struct RopeConfig {
   double factor = 1.0;
   double low_freq_factor = 1.0;                  // llama3
   double high_freq_factor = 4.0;                 // llama3
-  int64_t original_max_position_embeddings = 0;  // llama3 (and dynamic when given)
+  int64_t original_max_position_embeddings = 0;  // llama3, longrope (and dynamic when given)
+  // longrope (Phi-3 "su"): per-frequency divisors, the long ones once a forward reaches past
+  // original_max_position_embeddings; cos/sin scaled by attention_factor (derived when unset).
+  std::vector<double> short_factor, long_factor;
+  std::optional<double> attention_factor;
   RopeLayout layout = RopeLayout::kNeox;
 };
 
@@ -41,17 +49,43 @@ struct ModelConfig {
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
+  // The leading elements of each head RoPE rotates; 0 for all (Phi-4-mini: 3/4 of them).
+  int64_t rotary_dim = 0;
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   RopeConfig rope;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (Qwen2)
-  std::optional<int64_t> sliding_window;
+  // q/k/v stored as one qkv_proj matrix and gate/up as one gate_up_proj (Phi-3).
+  bool fused_projections = false;
+  bool qk_norm = false;  // RMSNorm over each head of q and k before RoPE (Qwen3, Gemma3)
+  MlpActivation mlp_activation = MlpActivation::kSilu;
+  // Gemma: the embedding rows are multiplied by sqrt(hidden_size), and the norm weights are
+  // stored as offsets from 1 (HF computes x_normed * (1 + w)).
+  bool gemma_scaling = false;
+  // Gemma 2/3: the attention and MLP outputs are normed too before they join the residual.
+  bool sandwich_norms = false;
+  // Attention scores are q.k / sqrt(query_pre_attn_scalar) (Gemma 2/3), else / sqrt(head_dim).
+  std::optional<double> query_pre_attn_scalar;
+  double final_logit_softcapping = 0;  // logits = c * tanh(logits / c) when > 0 (Gemma 2)
+  double attn_logit_softcapping = 0;   // attention scores likewise (Gemma 2)
+  // RoPE of the sliding-window layers when it differs from `rope` (Gemma 3's local base).
+  std::optional<RopeConfig> local_rope;
+  // Per layer: 0 where it attends to every earlier position, else its sliding window w (a token
+  // at position p sees [p - w + 1, p]), as transformers' layer_types decide.
+  std::vector<int64_t> layer_sliding_windows;
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // generation_config's list when it has one
 
   // The longest sequence the model serves: max_position_embeddings, except with dynamic NTK
   // scaling, which rescales RoPE for whatever length it reaches (as HF does, no hard limit).
+  int64_t rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  const RopeConfig& rope_of(int64_t layer) const {
+    return local_rope && sliding_window_of(layer) > 0 ? *local_rope : rope;
+  }
+  int64_t sliding_window_of(int64_t layer) const {
+    return layer_sliding_windows.empty() ? 0 : layer_sliding_windows[static_cast<size_t>(layer)];
+  }
   int64_t max_context() const {
     return rope.type == RopeType::kDynamic ? kUnboundedContext : max_position_embeddings;
   }

@@ -20,8 +20,12 @@ std::vector<float> default_inv_freq(double base, int64_t dim) {
 
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
                                  const std::vector<float>& freq_factors) {
-  const RopeConfig& rope = config.rope;
-  const int64_t dim = config.head_dim;
+  return rope_frequencies(config, config.rope, seq_len, freq_factors);
+}
+
+RopeFrequencies rope_frequencies(const ModelConfig& config, const RopeConfig& rope, int64_t seq_len,
+                                 const std::vector<float>& freq_factors) {
+  const int64_t dim = config.rotary_dims();
   RopeFrequencies out;
   switch (rope.type) {
     case RopeType::kDefault:
@@ -66,6 +70,29 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
         }
         f = scaled;
       }
+      break;
+    }
+    case RopeType::kLongRope: {
+      // transformers: the long factors for a forward whose furthest position passes the trained
+      // length, the short ones otherwise; 1 / (ext * base^(2i/dim)) in fp32.
+      const bool long_context = seq_len > rope.original_max_position_embeddings;
+      const std::vector<double>& ext = long_context ? rope.long_factor : rope.short_factor;
+      out.inv_freq.resize(static_cast<size_t>(dim / 2));
+      for (int64_t i = 0; i < dim / 2; ++i) {
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
+        const float base = std::pow(static_cast<float>(rope.theta), exponent);
+        out.inv_freq[static_cast<size_t>(i)] =
+            1.0f / (static_cast<float>(ext[static_cast<size_t>(i)]) * base);
+      }
+      double attention = 1.0;
+      if (rope.attention_factor) {
+        attention = *rope.attention_factor;
+      } else if (rope.factor > 1.0) {
+        attention = std::sqrt(
+            1.0 + std::log(rope.factor) /
+                      std::log(static_cast<double>(rope.original_max_position_embeddings)));
+      }
+      out.attention_scaling = static_cast<float>(attention);
       break;
     }
   }

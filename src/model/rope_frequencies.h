@@ -19,5 +19,8 @@ struct RopeFrequencies {
 // frequencies when non-empty.
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
                                  const std::vector<float>& freq_factors = {});
+// The same for one of the model's RoPE settings (ModelConfig::rope_of(layer)).
+RopeFrequencies rope_frequencies(const ModelConfig& config, const RopeConfig& rope, int64_t seq_len,
+                                 const std::vector<float>& freq_factors = {});
 
 }  // namespace lm

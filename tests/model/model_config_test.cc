@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "model/rope_frequencies.h"
@@ -77,6 +79,161 @@ TEST(ModelConfig, Qwen2HasBiasAndEosList) {
   EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{2, 7}));
 }
 
+// transformers' rules for which layers use the sliding window.
+TEST(ModelConfig, SlidingWindowLayersFollowTransformers) {
+  auto windows = [](Json j) {
+    auto c = parse_hf_config(j.dump(), "config.json");
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    std::vector<int64_t> w;
+    for (int64_t i = 0; c.ok() && i < c->num_hidden_layers; ++i)
+      w.push_back(c->sliding_window_of(i));
+    return w;
+  };
+  Json j = llama_config();
+  j["num_hidden_layers"] = 4;
+  j["sliding_window"] = 4096;  // Llama has no window, whatever the config says
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{0, 0, 0, 0}));
+  j["architectures"] = {"MistralForCausalLM"};  // Mistral-7B-v0.1: every layer
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{4096, 4096, 4096, 4096}));
+  j["sliding_window"] = nullptr;  // v0.2+: none
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{0, 0, 0, 0}));
+  // Qwen2: only with use_sliding_window, from max_window_layers on.
+  j["architectures"] = {"Qwen2ForCausalLM"};
+  j["sliding_window"] = 32768;
+  j["max_window_layers"] = 2;
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{0, 0, 0, 0}));
+  j["use_sliding_window"] = true;
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{0, 0, 32768, 32768}));
+  // An explicit layer_types list (transformers 5 writes one) wins.
+  j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention"};
+  EXPECT_EQ(windows(j), (std::vector<int64_t>{32768, 0, 32768, 0}));
+  j["layer_types"] = {"sliding_attention"};
+  EXPECT_NE(error_of(j).find("'layer_types' should be a list with one entry per layer"),
+            std::string::npos);
+  j["layer_types"] = {"sliding_attention", "chunked_attention", "full_attention", "full_attention"};
+  EXPECT_NE(error_of(j).find("'full_attention' or 'sliding_attention'"), std::string::npos);
+  j.erase("layer_types");
+  j["sliding_window"] = 0;
+  EXPECT_NE(error_of(j).find("sliding_window = 0 is not positive"), std::string::npos);
+}
+
+TEST(ModelConfig, Qwen3HasQkNormsAndItsOwnHeadDim) {
+  Json j = llama_config();
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j["head_dim"] = 256;
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, Architecture::kQwen3);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->attention_bias);
+  EXPECT_EQ(c->head_dim, 256);
+  j["attention_bias"] = true;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->attention_bias);
+}
+
+// Gemma 1/2/3 as their Hub configs spell them (sizes shrunk).
+TEST(ModelConfig, GemmaFamily) {
+  Json j = llama_config();
+  j["architectures"] = {"GemmaForCausalLM"};
+  j["num_hidden_layers"] = 6;
+  j["head_dim"] = 256;
+  j["hidden_act"] = "gelu";  // Gemma-2B's legacy spelling of the tanh GELU
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->gemma_scaling);
+  EXPECT_TRUE(c->tie_word_embeddings);  // Gemma's default
+  EXPECT_FALSE(c->sandwich_norms);
+  EXPECT_EQ(c->mlp_activation, MlpActivation::kGeluTanh);
+  EXPECT_EQ(c->sliding_window_of(0), 0);
+
+  j["architectures"] = {"Gemma2ForCausalLM"};
+  j.erase("hidden_act");
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["query_pre_attn_scalar"] = 224;
+  j["attn_logit_softcapping"] = 50.0;
+  j["final_logit_softcapping"] = 30.0;
+  j["sliding_window"] = 4096;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->sandwich_norms);
+  EXPECT_EQ(c->query_pre_attn_scalar, 224.0);
+  EXPECT_EQ(c->attn_logit_softcapping, 50.0);
+  EXPECT_EQ(c->final_logit_softcapping, 30.0);
+  EXPECT_EQ(c->sliding_window_of(0), 4096);  // even layers local, odd ones global
+  EXPECT_EQ(c->sliding_window_of(1), 0);
+  EXPECT_FALSE(c->local_rope);
+
+  j["architectures"] = {"Gemma3ForCausalLM"};
+  j.erase("attn_logit_softcapping");
+  j.erase("final_logit_softcapping");
+  j["sliding_window"] = 512;
+  j["rope_theta"] = 1000000.0;
+  j["rope_local_base_freq"] = 10000.0;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->qk_norm);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(c->sliding_window_of(i), i == 5 ? 0 : 512) << i;
+  ASSERT_TRUE(c->local_rope);
+  EXPECT_EQ(c->rope_of(0).theta, 10000.0);  // local: default RoPE at the local base
+  EXPECT_EQ(c->rope_of(0).type, RopeType::kDefault);
+  EXPECT_EQ(c->rope_of(5).theta, 1000000.0);  // global: rope_theta with the scaling
+  EXPECT_EQ(c->rope_of(5).type, RopeType::kLinear);
+  EXPECT_EQ(c->rope_of(5).factor, 8.0);
+  j["use_bidirectional_attention"] = true;
+  EXPECT_NE(error_of(j).find("use_bidirectional_attention"), std::string::npos);
+  j.erase("use_bidirectional_attention");
+  j["hidden_activation"] = "relu";
+  EXPECT_NE(error_of(j).find("hidden activation 'relu' is not supported"), std::string::npos);
+}
+
+TEST(ModelConfig, Phi3FusedProjectionsAndLongRope) {
+  Json j = llama_config();
+  j["architectures"] = {"Phi3ForCausalLM"};
+  j["sliding_window"] = 2047;
+  j["max_position_embeddings"] = 131072;
+  j["original_max_position_embeddings"] = 4096;
+  const std::vector<double> factors(64, 1.5);  // head_dim 128 / 2
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", factors}, {"long_factor", factors}};
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_TRUE(c->fused_projections);
+  EXPECT_EQ(c->sliding_window_of(0), 2047);
+  EXPECT_EQ(c->rope.type, RopeType::kLongRope);
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 4096);
+  EXPECT_EQ(c->rope.factor, 32.0);  // max / original, as transformers derives it
+  // The attention factor transformers derives: sqrt(1 + ln(32) / ln(4096)).
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 10).attention_scaling,
+                  static_cast<float>(std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))));
+  // Short factors up to the trained length, long ones past it.
+  j["rope_scaling"]["long_factor"] = std::vector<double>(64, 3.0);
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const float base = rope_frequencies(*c, 4096).inv_freq[5];
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 4097).inv_freq[5] * 2.0f, base);
+  j["rope_scaling"]["long_factor"] = std::vector<double>(3, 3.0);
+  EXPECT_NE(error_of(j).find("need rotary dims / 2 = 64 entries"), std::string::npos);
+  j["rope_scaling"] = nullptr;
+  j["partial_rotary_factor"] = 0.75;  // Phi-4-mini: 96 of 128 elements rotate
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rotary_dims(), 96);
+  EXPECT_EQ(rope_frequencies(*c, 1).inv_freq.size(), 48u);
+  j["partial_rotary_factor"] = 0.7;  // int(89.6): odd
+  EXPECT_NE(error_of(j).find("even number of rotary dimensions"), std::string::npos);
+}
+
+TEST(ModelConfig, LlamaFamilyRefusesOtherActivations) {
+  Json j = llama_config();
+  j["hidden_act"] = "gelu";
+  EXPECT_NE(error_of(j).find("hidden activation 'gelu' is not supported for LlamaForCausalLM"),
+            std::string::npos);
+  j["hidden_act"] = "silu";
+  EXPECT_EQ(error_of(j), "");
+}
+
 TEST(ModelConfig, RejectsWrongTypesAndValues) {
   auto with = [](const char* key, Json value) {
     Json j = llama_config();
@@ -98,7 +255,8 @@ TEST(ModelConfig, RejectsWrongTypesAndValues) {
                 .find("unsupported rope scaling type 'yarn'"),
             std::string::npos);
   EXPECT_NE(with("architectures", Json{"GPT2LMHeadModel"})
-                .find("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
+                .find("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                      "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM"),
             std::string::npos);
   Json missing = llama_config();
   missing.erase("hidden_size");

@@ -42,14 +42,18 @@ std::vector<std::string> reference_variants() {
   return names;
 }
 
-// Where each variant is loaded from: its HF folder, and the GGUF too when the reference came from
-// one.
+// Where each variant is loaded from: its HF folder, the GGUF too when the reference came from
+// one, and the folder's GGUF twin where make_tiny_gguf.py writes one (<hf_dir>-gguf/model.gguf).
 std::vector<std::string> model_paths(const Json& source) {
   std::vector<std::string> paths;
   if (source.contains("gguf"))
     paths.push_back((fs::path(LM_REPO_ROOT) / source["gguf"].get<std::string>()).string());
-  if (source.contains("hf_dir"))
-    paths.push_back((kTestModels / source["hf_dir"].get<std::string>()).string());
+  if (source.contains("hf_dir")) {
+    const std::string dir = source["hf_dir"].get<std::string>();
+    paths.push_back((kTestModels / dir).string());
+    const fs::path twin = kTestModels / (dir + "-gguf") / "model.gguf";
+    if (fs::exists(twin)) paths.push_back(twin.string());
+  }
   return paths;
 }
 
