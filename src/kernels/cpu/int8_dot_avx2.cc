@@ -66,7 +66,6 @@ void quantize_row_q8_act_avx2(const float* x, BlockQ8Act* dst, int64_t k) {
 
 float dot_row_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
   if (is_kquant(format)) return dot_row_q8_kquant_avx2(format, row, xq, k);
-  if (is_lowbit(format)) return dot_row_q8_lowbit_avx2(format, row, xq, k);
   float out = 0.0f;  // one row is the multi-row kernel with m = 1: the same sums, bit for bit
   dot_rows_q8_avx2(format, row, xq, 0, 1, k, &out, 1);
   return out;
@@ -87,8 +86,12 @@ void dot_rows_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, i
                       int64_t m, int64_t k, float* out, int64_t out_stride) {
   if (avx2::dot_rows_block_format<MaddubsDot>(format, row, xq, xq_stride, m, k, out, out_stride))
     return;
-  for (int64_t i = 0; i < m; ++i)  // K-quants and low-bit formats: one row at a time for now.
-    out[i * out_stride] = dot_row_q8_avx2(format, row, xq + i * xq_stride, k);
+  if (is_lowbit(format)) {
+    dot_rows_q8_lowbit_avx2(format, row, xq, xq_stride, m, k, out, out_stride);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i)  // K-quants: one row at a time for now.
+    out[i * out_stride] = dot_row_q8_kquant_avx2(format, row, xq + i * xq_stride, k);
 }
 
 }  // namespace lm::kernels

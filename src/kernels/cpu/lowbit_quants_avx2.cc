@@ -128,49 +128,66 @@ float dot_row(const uint8_t* bytes, const float* x, int64_t blocks) {
   return hsum(acc);
 }
 
-// Signed x signed 8-bit products summed into 8 int32 lanes (lane i covers bytes 4i..4i+3, so
-// lanes 0-3 are the first half of 16, lanes 4-7 the second): x's sign moves onto y so maddubs
-// sees |x| as unsigned (|x| <= 127 here).
-__m256i dot_s8_s8(__m256i x, __m256i y) {
-  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
 __m256i dot_u8_s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-// Per group: int32 lanes of q . x times each half's scale (exact), one fp32 multiply-add; Q2_K
-// also the lanes of sum(x) times each half's min, into a second accumulator.
-template <RowFormat F>
-float dot_row_q8(const uint8_t* bytes, const BlockQ8Act* xq, int64_t blocks) {
+// R activation rows against one weight row: each group is decoded once for all R. Per group and
+// row: int32 lanes of q . x times each half's scale (exact), one fp32 multiply-add; Q2_K also the
+// lanes of sum(x) times each half's min, into a second accumulator. A row's sums do not depend on
+// R (the multi-row dot equals single-row dots bit for bit).
+template <RowFormat F, int R>
+void dot_rows_q8(const uint8_t* bytes, const BlockQ8Act* xq, int64_t xq_stride, int64_t blocks,
+                 float* out, int64_t out_stride) {
   constexpr int kGroups = lowbit::groups_per_block(F);
-  __m256 acc = _mm256_setzero_ps();
-  __m256 acc_min = _mm256_setzero_ps();
+  constexpr bool kMins = F == RowFormat::kQ2_K;
+  __m256 acc[R], acc_min[R];
+  for (int r = 0; r < R; ++r) acc[r] = acc_min[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block = bytes + b * kBlockBytes<F>;
-    const float d = block_d<F>(block);
-    const BlockQ8Act* a = xq + b * kGroups;
+    const float d = block_d<F>(block), dmin = block_dmin<F>(block);
 #pragma GCC unroll 8
     for (int g = 0; g < kGroups; ++g) {
-      const __m256i x = load32(reinterpret_cast<const uint8_t*>(a[g].qs));
       const __m256i q = group_values<F>(block, g);
+      // Signed values: maddubs takes |q| as the unsigned operand and q's sign moves onto x.
+      const __m256i q_abs = kMins ? q : _mm256_sign_epi8(q, q);
       int32_t sc[2], mn[2];
       group_scales<F>(block, g, sc, mn);
-      const __m256i dot = F == RowFormat::kQ2_K ? dot_u8_s8(q, x) : dot_s8_s8(q, x);
-      const __m256i scaled = _mm256_mullo_epi32(
-          dot, _mm256_setr_epi32(sc[0], sc[0], sc[0], sc[0], sc[1], sc[1], sc[1], sc[1]));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[g].d), _mm256_cvtepi32_ps(scaled), acc);
-      if constexpr (F == RowFormat::kQ2_K) {
-        const __m256i sums = dot_u8_s8(_mm256_set1_epi8(1), x);
-        const __m256i mins = _mm256_mullo_epi32(
-            sums, _mm256_setr_epi32(mn[0], mn[0], mn[0], mn[0], mn[1], mn[1], mn[1], mn[1]));
-        acc_min = _mm256_fmadd_ps(_mm256_set1_ps(block_dmin<F>(block) * a[g].d),
-                                  _mm256_cvtepi32_ps(mins), acc_min);
+      const __m256i scales =
+          _mm256_setr_epi32(sc[0], sc[0], sc[0], sc[0], sc[1], sc[1], sc[1], sc[1]);
+      const __m256i mins =
+          _mm256_setr_epi32(mn[0], mn[0], mn[0], mn[0], mn[1], mn[1], mn[1], mn[1]);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const BlockQ8Act& a = xq[r * xq_stride + b * kGroups + g];
+        const __m256i x = load32(reinterpret_cast<const uint8_t*>(a.qs));
+        // Lanes 0-3: the first half of 16, lanes 4-7: the second.
+        const __m256i dot = dot_u8_s8(q_abs, kMins ? x : _mm256_sign_epi8(x, q));
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d),
+                                 _mm256_cvtepi32_ps(_mm256_mullo_epi32(dot, scales)), acc[r]);
+        if constexpr (kMins) {
+          const __m256i sums = dot_u8_s8(_mm256_set1_epi8(1), x);
+          acc_min[r] =
+              _mm256_fmadd_ps(_mm256_set1_ps(dmin * a.d),
+                              _mm256_cvtepi32_ps(_mm256_mullo_epi32(sums, mins)), acc_min[r]);
+        }
       }
     }
   }
-  return hsum(acc) - hsum(acc_min);
+  for (int r = 0; r < R; ++r) out[r * out_stride] = hsum(acc[r]) - hsum(acc_min[r]);
+}
+
+template <RowFormat F>
+void dot_rows_q8_in_fours(const uint8_t* bytes, const BlockQ8Act* xq, int64_t xq_stride, int64_t m,
+                          int64_t blocks, float* out, int64_t out_stride) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    dot_rows_q8<F, 4>(bytes, xq + i * xq_stride, xq_stride, blocks, out + i * out_stride,
+                      out_stride);
+  }
+  for (; i < m; ++i)
+    dot_rows_q8<F, 1>(bytes, xq + i * xq_stride, xq_stride, blocks, out + i * out_stride,
+                      out_stride);
 }
 
 }  // namespace
@@ -205,18 +222,24 @@ float dot_row_lowbit_avx2(RowFormat format, const void* row, const float* x, int
   }
 }
 
-float dot_row_q8_lowbit_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
+void dot_rows_q8_lowbit_avx2(RowFormat format, const void* row, const BlockQ8Act* xq,
+                             int64_t xq_stride, int64_t m, int64_t k, float* out,
+                             int64_t out_stride) {
   const auto* bytes = static_cast<const uint8_t*>(row);
   const int64_t blocks = k / row_format_info(format).block_size;
   switch (format) {
     case RowFormat::kQ2_K:
-      return dot_row_q8<RowFormat::kQ2_K>(bytes, xq, blocks);
+      return dot_rows_q8_in_fours<RowFormat::kQ2_K>(bytes, xq, xq_stride, m, blocks, out,
+                                                    out_stride);
     case RowFormat::kQ3_K:
-      return dot_row_q8<RowFormat::kQ3_K>(bytes, xq, blocks);
+      return dot_rows_q8_in_fours<RowFormat::kQ3_K>(bytes, xq, xq_stride, m, blocks, out,
+                                                    out_stride);
     case RowFormat::kIQ4_NL:
-      return dot_row_q8<RowFormat::kIQ4_NL>(bytes, xq, blocks);
+      return dot_rows_q8_in_fours<RowFormat::kIQ4_NL>(bytes, xq, xq_stride, m, blocks, out,
+                                                      out_stride);
     default:
-      return dot_row_q8<RowFormat::kIQ4_XS>(bytes, xq, blocks);
+      return dot_rows_q8_in_fours<RowFormat::kIQ4_XS>(bytes, xq, xq_stride, m, blocks, out,
+                                                      out_stride);
   }
 }
 

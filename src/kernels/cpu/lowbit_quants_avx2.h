@@ -12,6 +12,10 @@ namespace lm::kernels {
 
 void dequantize_row_lowbit_avx2(RowFormat format, const void* src, float* dst, int64_t k);
 float dot_row_lowbit_avx2(RowFormat format, const void* row, const float* x, int64_t k);
-float dot_row_q8_lowbit_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k);
+// out[i * out_stride] = the int8 dot of the row with xq + i * xq_stride, for i < m (int8_dot.h's
+// dot_rows_q8; each group is decoded once per 4 activation rows).
+void dot_rows_q8_lowbit_avx2(RowFormat format, const void* row, const BlockQ8Act* xq,
+                             int64_t xq_stride, int64_t m, int64_t k, float* out,
+                             int64_t out_stride);
 
 }  // namespace lm::kernels
