@@ -31,12 +31,20 @@ std::optional<DType> dtype_from_ggml(uint32_t ggml_type) {
       return DType::kQ5_1;
     case 8:
       return DType::kQ8_0;
+    case 10:
+      return DType::kQ2_K;
+    case 11:
+      return DType::kQ3_K;
     case 12:
       return DType::kQ4_K;
     case 13:
       return DType::kQ5_K;
     case 14:
       return DType::kQ6_K;
+    case 20:
+      return DType::kIQ4_NL;
+    case 23:
+      return DType::kIQ4_XS;
     case 30:
       return DType::kBF16;
     default:
@@ -247,8 +255,10 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
     if (!ggml_type.ok()) return bad(ggml_type.error().message);
     auto dtype = dtype_from_ggml(*ggml_type);
     if (!dtype) {
-      return bad("unsupported tensor type " + std::to_string(*ggml_type) +
-                 " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+      return bad(
+          "unsupported tensor type " + std::to_string(*ggml_type) +
+          " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q2_K, "
+          "Q3_K, IQ4_NL, IQ4_XS)");
     }
     info.dtype = *dtype;
     auto offset = r.read<uint64_t>();

@@ -2,10 +2,11 @@
 // (mapped GGUF or safetensors pages); once int8 activations are on, the ones the CPU reads
 // faster in another place are copied into one huge-page arena: interleaved 8 rows at a time for
 // the int8 GEMM (kernels/cpu/interleaved_rows.h), or, for dtypes it does not take (F16, BF16,
-// F32, Q5_K), their rows as they are. One arena rather than a buffer per weight: a model's
-// matrices are mostly smaller than a 2 MiB page (all of SmolLM2's), and only a buffer of whole
-// 2 MiB pages gets huge pages. Streamed weights read faster from huge pages than from 4 KiB ones
-// (the hardware prefetcher stops at 4 KiB pages; fewer TLB entries cover the stream).
+// F32, Q5_K and the low-bit Q2_K, Q3_K, IQ4_NL, IQ4_XS), their rows as they are. One arena rather
+// than a buffer per weight: a model's matrices are mostly smaller than a 2 MiB page (all of
+// SmolLM2's), and only a buffer of whole 2 MiB pages gets huge pages. Streamed weights read faster
+// from huge pages than from 4 KiB ones (the hardware prefetcher stops at 4 KiB pages; fewer TLB
+// entries cover the stream).
 #pragma once
 
 #include <cstdint>

@@ -29,6 +29,14 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return kernels::RowFormat::kQ5_K;
     case DType::kQ6_K:
       return kernels::RowFormat::kQ6_K;
+    case DType::kQ2_K:
+      return kernels::RowFormat::kQ2_K;
+    case DType::kQ3_K:
+      return kernels::RowFormat::kQ3_K;
+    case DType::kIQ4_NL:
+      return kernels::RowFormat::kIQ4_NL;
+    case DType::kIQ4_XS:
+      return kernels::RowFormat::kIQ4_XS;
     default:
       return std::nullopt;
   }

@@ -20,6 +20,10 @@ enum class DType : uint8_t {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  kQ2_K,
+  kQ3_K,
+  kIQ4_NL,
+  kIQ4_XS,
   kI32
 };
 

@@ -46,8 +46,26 @@ inline double abs_dot_double(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-// n rows of k (a multiple of 256) K-quant weights: random bytes, so every nibble, high-bit and
-// packed-scale pattern occurs, with the fp16 super-block scales set to small positive values.
+// Byte offsets of the fp16 block scales of a K-quant or low-bit format (GGML's layouts).
+inline std::vector<int64_t> fp16_scale_fields(RowFormat format) {
+  switch (format) {
+    case RowFormat::kQ6_K:
+      return {208};
+    case RowFormat::kQ2_K:
+      return {80, 82};
+    case RowFormat::kQ3_K:
+      return {108};
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS:
+      return {0};
+    default:
+      return {0, 2};
+  }
+}
+
+// n rows of k (a multiple of the block size) K-quant or low-bit weights: random bytes, so every
+// nibble, high-bit and packed-scale pattern occurs, with the fp16 block scales set to small
+// positive values.
 inline std::vector<uint8_t> random_kquant_rows(RowFormat format, int64_t n, int64_t k,
                                                uint32_t seed) {
   std::mt19937 rng(seed);
@@ -56,8 +74,7 @@ inline std::vector<uint8_t> random_kquant_rows(RowFormat format, int64_t n, int6
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   const int64_t block_bytes = row_format_info(format).block_bytes;
   for (size_t off = 0; off < bytes.size(); off += static_cast<size_t>(block_bytes)) {
-    for (int64_t field :
-         format == RowFormat::kQ6_K ? std::vector<int64_t>{208} : std::vector<int64_t>{0, 2}) {
+    for (int64_t field : fp16_scale_fields(format)) {
       const uint16_t h = fp32_to_fp16(scale(rng));
       bytes[off + field] = static_cast<uint8_t>(h & 0xff);
       bytes[off + field + 1] = static_cast<uint8_t>(h >> 8);
@@ -67,10 +84,10 @@ inline std::vector<uint8_t> random_kquant_rows(RowFormat format, int64_t n, int6
 }
 
 // n rows of k weights in `format`: random floats through GGML's quantizers for the block formats,
-// random_kquant_rows for the K-quants.
+// random_kquant_rows for the K-quants and low-bit formats (no quantizer here).
 inline std::vector<uint8_t> quantized_weight_rows(RowFormat format, int64_t n, int64_t k,
                                                   uint32_t seed) {
-  if (is_kquant(format)) return random_kquant_rows(format, n, k, seed);
+  if (is_kquant(format) || is_lowbit(format)) return random_kquant_rows(format, n, k, seed);
   const auto w = random_floats(n * k, seed);
   std::vector<uint8_t> bytes(static_cast<size_t>(n * row_bytes(format, k)));
   for (int64_t j = 0; j < n; ++j) {

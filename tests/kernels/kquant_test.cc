@@ -1,6 +1,8 @@
 // K-quant row formats (Q4_K, Q5_K, Q6_K): the scalar dequantizer against gguf-py's (fixture from
-// scripts/fixtures/make_quant_block_references.py, which also pins Q5_0 and Q5_1), and every ISA's
-// dequantizer, fp32 dot, int8 dot and matmul against the scalar reference on random super-blocks.
+// scripts/fixtures/make_quant_block_references.py, which also pins Q5_0, Q5_1 and the low-bit
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS, those bit for bit; lowbit_quant_test.cc has their kernels), and every
+// ISA's dequantizer, fp32 dot, int8 dot and matmul against the scalar reference on random
+// super-blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +33,8 @@ std::vector<uint8_t> from_hex(const std::string& hex) {
 
 RowFormat format_named(const std::string& name) {
   for (RowFormat f :
-       {RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K, RowFormat::kQ5_K, RowFormat::kQ6_K}) {
+       {RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K, RowFormat::kQ5_K, RowFormat::kQ6_K,
+        RowFormat::kQ2_K, RowFormat::kQ3_K, RowFormat::kIQ4_NL, RowFormat::kIQ4_XS}) {
     if (name == row_format_info(f).name) return f;
   }
   ADD_FAILURE() << "unknown format " << name;
@@ -53,7 +56,7 @@ TEST(Kquant, DequantizeMatchesGgufPyOnEveryIsaIncludingQ5) {
   std::ifstream in(LM_REPO_ROOT "/tests/fixtures/quant_blocks/gguf_py_blocks.json");
   ASSERT_TRUE(in) << "missing fixture";
   const auto fixture = nlohmann::json::parse(in);
-  int checked = 0;
+  int checked = 0, lowbit_checked = 0;
   for (const auto& c : fixture["cases"]) {
     const RowFormat format = format_named(c["format"]);
     const auto blocks = from_hex(c["blocks_hex"]);
@@ -65,15 +68,22 @@ TEST(Kquant, DequantizeMatchesGgufPyOnEveryIsaIncludingQ5) {
       std::vector<float> got(expected.size());
       dequantize_row(format, blocks.data(), got.data(), k, isa);
       for (int64_t i = 0; i < k; ++i) {
-        // gguf-py rounds the same products in a different order: allow a few ulps.
-        ASSERT_NEAR(got[i], expected[i], 1e-6f + 4e-7f * std::fabs(expected[i])) << "i=" << i;
+        if (is_lowbit(format)) {
+          // Same operations in the same order as gguf-py's (lowbit_blocks.h): the same bits.
+          ASSERT_EQ(got[i], expected[i]) << "i=" << i;
+        } else {
+          // gguf-py rounds the same products in a different order: allow a few ulps.
+          ASSERT_NEAR(got[i], expected[i], 1e-6f + 4e-7f * std::fabs(expected[i])) << "i=" << i;
+        }
       }
       ++checked;
+      lowbit_checked += is_lowbit(format);
     }
   }
-  EXPECT_GE(checked, 5);
-  std::cout << "[ measured ] Q5_0/Q5_1/K-quant dequantization == gguf-py (" << fixture["generator"]
-            << ") on " << checked << " format x ISA cases\n";
+  EXPECT_GE(checked, 9);
+  EXPECT_GE(lowbit_checked, 4);
+  std::cout << "[ measured ] Q5_0/Q5_1/K-quant/low-bit dequantization == gguf-py ("
+            << fixture["generator"] << ") on " << checked << " format x ISA cases\n";
 }
 
 TEST(Kquant, FloatAndInt8DotsMatchTheScalarReferenceOnEveryIsa) {

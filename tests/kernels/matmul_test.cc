@@ -67,7 +67,12 @@ PackedWeights pack(RowFormat format, int64_t n, int64_t k, int64_t pad, uint32_t
       case RowFormat::kQ4_K:
       case RowFormat::kQ5_K:
       case RowFormat::kQ6_K:
-        ADD_FAILURE() << "K-quants are tested in kquant_test.cc";
+      case RowFormat::kQ2_K:
+      case RowFormat::kQ3_K:
+      case RowFormat::kIQ4_NL:
+      case RowFormat::kIQ4_XS:
+        ADD_FAILURE() << "K-quants and low-bit formats are tested in kquant_test.cc and "
+                         "lowbit_quant_test.cc";
         break;
     }
     dequantize_row(format, row, p.dequantized.data() + j * k, k, Isa::kScalar);

@@ -56,7 +56,12 @@ std::vector<uint8_t> encode(RowFormat format, const std::vector<float>& x) {
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:
-      ADD_FAILURE() << "no K-quant quantizer: kquant_test.cc uses random super-blocks";
+    case RowFormat::kQ2_K:
+    case RowFormat::kQ3_K:
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS:
+      ADD_FAILURE() << "no K-quant / low-bit quantizer: kquant_test.cc and lowbit_quant_test.cc "
+                       "use random blocks";
       break;
   }
   return out;

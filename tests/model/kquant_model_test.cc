@@ -1,8 +1,9 @@
-// A Llama GGUF with Q4_K_M's mix of K-quant matrices (Q4_K, Q5_K, Q6_K) against its float32 twin
-// (the same weights dequantized by gguf-py; scripts/fixtures/make_kquant_checkpoint.py, written
-// by `make fixtures-test`): the K-quant kernels must compute the twin's logits. With int8
-// activations (llama.cpp's numerics for these formats) the logits move by the activation
-// rounding only, which is measured and bounded.
+// A Llama GGUF with Q4_K_M's mix of K-quant matrices (Q4_K, Q5_K, Q6_K), and one with the low-bit
+// formats of llama.cpp's Q2_K / Q3_K_* / IQ4_* files (Q2_K, Q3_K, IQ4_NL, IQ4_XS), each against
+// its float32 twin (the same weights dequantized by gguf-py;
+// scripts/fixtures/make_kquant_checkpoint.py, written by `make fixtures-test`): the kernels must
+// compute the twin's logits. With int8 activations (llama.cpp's numerics for these formats) the
+// logits move by the activation rounding only, which is measured and bounded.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <iostream>
 
 #include "model/llama_model.h"
+#include "model/weight_dtype.h"
 #include "sequence_forward.h"
 
 namespace lm {
@@ -59,10 +61,13 @@ Diff compare(const std::vector<float>& a, const std::vector<float>& b, int64_t v
   return d;
 }
 
-TEST(KquantModel, LogitsEqualTheDequantizedTwin) {
-  auto kq = LlamaModel::load(std::string(kDir) + "/model-kquants.gguf");
+// The quantized model `file` against its float32 twin: prefill and token-by-token decode within
+// fp32 rounding of the twin, then with int8 activations within the activation rounding.
+void expect_twin_logits(const std::string& file, const std::string& twin_file,
+                        const std::string& label) {
+  auto kq = LlamaModel::load(std::string(kDir) + "/" + file);
   ASSERT_TRUE(kq.ok()) << kq.error().message;
-  auto twin = LlamaModel::load(std::string(kDir) + "/model-f32.gguf");
+  auto twin = LlamaModel::load(std::string(kDir) + "/" + twin_file);
   ASSERT_TRUE(twin.ok()) << twin.error().message;
   const int64_t vocab = (*twin)->config().vocab_size;
   const std::vector<int32_t> ids = {1, 17, 300, 42, 511, 7, 7, 128, 256, 3, 99, 400, 0, 250};
@@ -70,24 +75,39 @@ TEST(KquantModel, LogitsEqualTheDequantizedTwin) {
   ASSERT_GT(*std::max_element(expected.begin(), expected.end()), 0.1f) << "degenerate model";
 
   const Diff fp32 = compare(all_logits(**kq, ids), expected, vocab);
-  std::cout << "[ measured ] K-quant GGUF vs dequantized twin: max |logit diff| " << fp32.max_abs
-            << " (max |logit| " << fp32.max_logit << "), top-1 " << fp32.argmax_agree << "/"
-            << fp32.positions << "\n";
+  std::cout << "[ measured ] " << label << " GGUF vs dequantized twin: max |logit diff| "
+            << fp32.max_abs << " (max |logit| " << fp32.max_logit << "), top-1 "
+            << fp32.argmax_agree << "/" << fp32.positions << "\n";
   EXPECT_LE(fp32.max_abs, 1e-4f * fp32.max_logit + 1e-5f);
   EXPECT_EQ(fp32.argmax_agree, fp32.positions);
 
   const Diff decode = compare(decode_logits(**kq, ids), expected, vocab);
-  std::cout << "[ measured ] token-by-token decode: max |logit diff| " << decode.max_abs << "\n";
+  std::cout << "[ measured ] " << label << " token-by-token decode: max |logit diff| "
+            << decode.max_abs << "\n";
   EXPECT_LE(decode.max_abs, 1e-4f * decode.max_logit + 1e-5f);
   EXPECT_EQ(decode.argmax_agree, decode.positions);
 
   (*kq)->set_int8_activations(true);
   const Diff int8 = compare(all_logits(**kq, ids), expected, vocab);
-  std::cout << "[ measured ] with int8 activations: max |logit diff| " << int8.max_abs << ", top-1 "
-            << int8.argmax_agree << "/" << int8.positions << "\n";
+  std::cout << "[ measured ] " << label << " with int8 activations: max |logit diff| "
+            << int8.max_abs << ", top-1 " << int8.argmax_agree << "/" << int8.positions << "\n";
   // Each activation moves by at most half of max|x| / 127 per block of 32: ~0.4% relative.
   EXPECT_LE(int8.max_abs, 0.02f * int8.max_logit);
   EXPECT_GT(int8.max_abs, 0.0f) << "int8 activations were not used";
+}
+
+TEST(KquantModel, LogitsEqualTheDequantizedTwin) {
+  expect_twin_logits("model-kquants.gguf", "model-f32.gguf", "K-quant");
+}
+
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS matrices, embedding and output (GGUF type ids 10, 11, 20, 23).
+TEST(KquantModel, LowbitLogitsEqualTheDequantizedTwin) {
+  auto model = LlamaModel::load(std::string(kDir) + "/model-lowbit.gguf");
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const WeightsSummary summary = summarize_weights((*model)->weights());
+  for (const char* dtype : {"Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"})
+    EXPECT_NE(summary.stored_dtypes.find(dtype), std::string::npos) << summary.stored_dtypes;
+  expect_twin_logits("model-lowbit.gguf", "model-lowbit-f32.gguf", "Q2_K/Q3_K/IQ4_NL/IQ4_XS");
 }
 
 }  // namespace

@@ -15,6 +15,17 @@ TEST(DType, BytesRespectBlocks) {
   EXPECT_FALSE(dtype_bytes(DType::kF32, ~0ull).has_value());
 }
 
+// GGML's block geometry (gguf-py's GGML_QUANT_SIZES) of the low-bit formats.
+TEST(DType, LowbitBlocks) {
+  EXPECT_EQ(dtype_bytes(DType::kQ2_K, 512), 168u);
+  EXPECT_EQ(dtype_bytes(DType::kQ3_K, 256), 110u);
+  EXPECT_EQ(dtype_bytes(DType::kIQ4_NL, 64), 36u);
+  EXPECT_EQ(dtype_bytes(DType::kIQ4_XS, 256), 136u);
+  EXPECT_FALSE(dtype_bytes(DType::kIQ4_XS, 32).has_value());
+  EXPECT_EQ(dtype_name(DType::kIQ4_NL), "IQ4_NL");
+  EXPECT_EQ(dtype_name(DType::kI32), "I32");  // the table stays in enum order
+}
+
 TEST(Tensor, RowBytesAndShape) {
   Tensor t{DType::kQ8_0, {4, 64}, nullptr, Device::kCpu};
   EXPECT_EQ(t.row_bytes(), 68);

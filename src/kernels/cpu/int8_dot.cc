@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
+#include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -83,11 +84,44 @@ float dot_row_q8_kquant(RowFormat format, const uint8_t* row, const BlockQ8Act* 
   return sum;
 }
 
+// A low-bit row (lowbit_blocks.h) against one activation block per group of 32: per half of 16,
+// the exact int32 sums of q * x and of x; per group, sc * (q . x) and mn * sum(x) in int32, then
+// one fp32 multiply-add each (the min term only for Q2_K).
+float dot_row_q8_lowbit(RowFormat format, const uint8_t* row, const BlockQ8Act* xq, int64_t k) {
+  const RowFormatInfo& info = row_format_info(format);
+  const int groups = lowbit::groups_per_block(format);
+  lowbit::Group group;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / info.block_size; ++b) {
+    const uint8_t* block = row + b * info.block_bytes;
+    const float d = fp16_to_fp32(lowbit::d_bits(format, block));
+    const float dmin = fp16_to_fp32(lowbit::dmin_bits(format, block));
+    for (int g = 0; g < groups; ++g) {
+      const BlockQ8Act& a = xq[b * groups + g];
+      lowbit::decode_group(format, block, g, group);
+      int32_t scaled = 0, mins = 0;
+      for (int h = 0; h < 2; ++h) {
+        int32_t qx = 0, sx = 0;
+        for (int l = 16 * h; l < 16 * h + 16; ++l) {
+          qx += group.q[l] * a.qs[l];
+          sx += a.qs[l];
+        }
+        scaled += group.sc[h] * qx;
+        mins += group.mn[h] * sx;
+      }
+      sum += static_cast<float>(scaled) * (d * a.d);
+      if (format == RowFormat::kQ2_K) sum -= static_cast<float>(mins) * (dmin * a.d);
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 bool supports_int8_dot(RowFormat format) {
   return format == RowFormat::kQ8_0 || format == RowFormat::kQ4_0 || format == RowFormat::kQ4_1 ||
-         format == RowFormat::kQ5_0 || format == RowFormat::kQ5_1 || is_kquant(format);
+         format == RowFormat::kQ5_0 || format == RowFormat::kQ5_1 || is_kquant(format) ||
+         is_lowbit(format);
 }
 
 void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
@@ -110,6 +144,7 @@ void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
 float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
   const auto* bytes = static_cast<const uint8_t*>(row);
   if (is_kquant(format)) return dot_row_q8_kquant(format, bytes, xq, k);
+  if (is_lowbit(format)) return dot_row_q8_lowbit(format, bytes, xq, k);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / 32; ++b) {
     const BlockQ8Act& a = xq[b];

@@ -4,6 +4,7 @@
 // with external linkage (std::, base/fp16.h): only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/kquants_avx2.h"
+#include "kernels/cpu/lowbit_quants_avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -85,6 +86,10 @@ void dot_rows_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, i
                       int64_t m, int64_t k, float* out, int64_t out_stride) {
   if (avx2::dot_rows_block_format<MaddubsDot>(format, row, xq, xq_stride, m, k, out, out_stride))
     return;
+  if (is_lowbit(format)) {
+    dot_rows_q8_lowbit_avx2(format, row, xq, xq_stride, m, k, out, out_stride);
+    return;
+  }
   for (int64_t i = 0; i < m; ++i)  // K-quants: one row at a time for now.
     out[i * out_stride] = dot_row_q8_kquant_avx2(format, row, xq + i * xq_stride, k);
 }

@@ -7,6 +7,7 @@
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquants_avx2.h"
+#include "kernels/cpu/lowbit_quants_avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -153,6 +154,12 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ6_K:
       dequantize_row_kquant_avx2(format, src, dst, k);
       return;
+    case RowFormat::kQ2_K:
+    case RowFormat::kQ3_K:
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS:
+      dequantize_row_lowbit_avx2(format, src, dst, k);
+      return;
   }
 }
 
@@ -219,6 +226,11 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:
       return dot_row_kquant_avx2(format, row, x, k);
+    case RowFormat::kQ2_K:
+    case RowFormat::kQ3_K:
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS:
+      return dot_row_lowbit_avx2(format, row, x, k);
   }
   return 0.0f;
 }

@@ -9,6 +9,7 @@
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquant_blocks.h"
+#include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -106,9 +107,27 @@ void dequantize_superblock(RowFormat format, const uint8_t* block, float* out) {
   }
 }
 
+// Dequantizes one low-bit block (32 values for IQ4_NL, else 256) into out, in gguf-py's order of
+// operations: (d * sc) * q - (dmin * mn), so the values are gguf-py's, bit for bit.
+void dequantize_lowbit_block(RowFormat format, const uint8_t* block, float* out) {
+  const float d = fp16_to_fp32(lowbit::d_bits(format, block));
+  const float dmin = fp16_to_fp32(lowbit::dmin_bits(format, block));
+  lowbit::Group group;
+  for (int g = 0; g < lowbit::groups_per_block(format); ++g, out += 32) {
+    lowbit::decode_group(format, block, g, group);
+    for (int l = 0; l < 32; ++l) {
+      const float scale = d * static_cast<float>(group.sc[l / 16]);
+      const float min = dmin * static_cast<float>(group.mn[l / 16]);
+      out[l] = scale * static_cast<float>(group.q[l]) - min;
+    }
+  }
+}
+
 // One block of any GGML format: 32 values, or 256 for the K-quants (row_format_info's block_size).
 void dequantize_quant_block(RowFormat format, const uint8_t* block, float* out) {
-  if (is_kquant(format)) {
+  if (is_lowbit(format)) {
+    dequantize_lowbit_block(format, block, out);
+  } else if (is_kquant(format)) {
     dequantize_superblock(format, block, out);
   } else {
     dequantize_block(format, block, out);
@@ -140,7 +159,11 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ5_1:
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
-    case RowFormat::kQ6_K: {
+    case RowFormat::kQ6_K:
+    case RowFormat::kQ2_K:
+    case RowFormat::kQ3_K:
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS: {
       const RowFormatInfo& info = row_format_info(format);
       for (int64_t b = 0; b < k / info.block_size; ++b) {
         dequantize_quant_block(format, bytes + b * info.block_bytes, dst + b * info.block_size);
@@ -173,7 +196,11 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ5_1:
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
-    case RowFormat::kQ6_K: {
+    case RowFormat::kQ6_K:
+    case RowFormat::kQ2_K:
+    case RowFormat::kQ3_K:
+    case RowFormat::kIQ4_NL:
+    case RowFormat::kIQ4_XS: {
       const auto* bytes = static_cast<const uint8_t*>(row);
       const RowFormatInfo& info = row_format_info(format);
       float block[256];  // the largest block (K-quant super-block)

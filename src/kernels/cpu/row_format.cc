@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
+#include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -48,6 +49,10 @@ const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kQ4_K{"q4_k", kquant::kSuperBlock, kquant::kQ4_KBytes};
   static constexpr RowFormatInfo kQ5_K{"q5_k", kquant::kSuperBlock, kquant::kQ5_KBytes};
   static constexpr RowFormatInfo kQ6_K{"q6_k", kquant::kSuperBlock, kquant::kQ6_KBytes};
+  static constexpr RowFormatInfo kQ2_K{"q2_k", kquant::kSuperBlock, lowbit::kQ2_KBytes};
+  static constexpr RowFormatInfo kQ3_K{"q3_k", kquant::kSuperBlock, lowbit::kQ3_KBytes};
+  static constexpr RowFormatInfo kIQ4_NL{"iq4_nl", kQuantBlockSize, lowbit::kIQ4_NLBytes};
+  static constexpr RowFormatInfo kIQ4_XS{"iq4_xs", kquant::kSuperBlock, lowbit::kIQ4_XSBytes};
   switch (format) {
     case RowFormat::kF32:
       return kF32;
@@ -71,6 +76,14 @@ const RowFormatInfo& row_format_info(RowFormat format) {
       return kQ5_K;
     case RowFormat::kQ6_K:
       return kQ6_K;
+    case RowFormat::kQ2_K:
+      return kQ2_K;
+    case RowFormat::kQ3_K:
+      return kQ3_K;
+    case RowFormat::kIQ4_NL:
+      return kIQ4_NL;
+    case RowFormat::kIQ4_XS:
+      return kIQ4_XS;
   }
   LM_CHECK_MSG(false, "unknown RowFormat");
   return kF32;
@@ -78,6 +91,11 @@ const RowFormatInfo& row_format_info(RowFormat format) {
 
 bool is_kquant(RowFormat format) {
   return format == RowFormat::kQ4_K || format == RowFormat::kQ5_K || format == RowFormat::kQ6_K;
+}
+
+bool is_lowbit(RowFormat format) {
+  return format == RowFormat::kQ2_K || format == RowFormat::kQ3_K || format == RowFormat::kIQ4_NL ||
+         format == RowFormat::kIQ4_XS;
 }
 
 int64_t row_bytes(RowFormat format, int64_t k) {

@@ -1,6 +1,6 @@
-// Weight row formats (fp32, fp16, bf16, GGML's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 blocks and Q4_K/Q5_K/Q6_K
-// super-blocks): their block geometry, and whole-row conversion and dot product against fp32
-// activations with fp32 accumulation.
+// Weight row formats (fp32, fp16, bf16, GGML's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 blocks, Q4_K/Q5_K/Q6_K
+// super-blocks and the low-bit Q2_K/Q3_K/IQ4_NL/IQ4_XS): their block geometry, and whole-row
+// conversion and dot product against fp32 activations with fp32 accumulation.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,23 @@
 
 namespace lm::kernels {
 
-enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+enum class RowFormat {
+  kF32,
+  kF16,
+  kBF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+  kQ2_K,
+  kQ3_K,
+  kIQ4_NL,
+  kIQ4_XS
+};
 
 // A row of k elements is k / block_size blocks of block_bytes each (block_size 1 for the
 // float formats). Quantized layouts are GGML's, byte for byte:
@@ -20,7 +36,8 @@ enum class RowFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4
 //   Q5_1: {fp16 d; fp16 m; uint8 qh[4]; uint8 qs[16]}  value = q5 * d + m
 // where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble; Q5's fifth
 // bit of element i is bit i of the little-endian 32-bit qh.
-// The K-quants (blocks of 256) are described in kquant_blocks.h.
+// The K-quants (blocks of 256) are described in kquant_blocks.h, the low-bit formats in
+// lowbit_blocks.h.
 struct RowFormatInfo {
   const char* name;
   int64_t block_size;
@@ -31,6 +48,9 @@ inline constexpr int64_t kQuantBlockSize = 32;
 
 // True for Q4_K, Q5_K and Q6_K (super-blocks of 256).
 bool is_kquant(RowFormat format);
+
+// True for Q2_K, Q3_K, IQ4_NL and IQ4_XS (lowbit_blocks.h: int8 values with integer scales per 16).
+bool is_lowbit(RowFormat format);
 
 const RowFormatInfo& row_format_info(RowFormat format);
 
