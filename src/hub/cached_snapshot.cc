@@ -59,4 +59,19 @@ SnapshotContents inspect_snapshot(const std::string& snapshot_dir) {
   return out;
 }
 
+SnapshotFiles snapshot_files(const std::string& snapshot_dir) {
+  SnapshotFiles out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(snapshot_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+    const std::string name = fs::relative(it->path(), snapshot_dir, ec).generic_string();
+    out.listed.push_back(name);
+    if (fs::is_regular_file(it->path(), ec)) out.present.push_back(name);
+  }
+  std::sort(out.listed.begin(), out.listed.end());
+  std::sort(out.present.begin(), out.present.end());
+  return out;
+}
+
 }  // namespace lm::hub
