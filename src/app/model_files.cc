@@ -40,10 +40,10 @@ class TerminationSignalsAllowed {
 Result<hub::ResolvedModel> find_model_files(const ModelFilesRequest& request) {
   const hub::HubOptions options = hub::hub_options_from_env(request.huggingface_hub_cache);
   TerminationSignalsAllowed signals_allowed;
-  LM_ASSIGN_OR_RETURN(
-      hub::ResolvedModel model,
-      hub::resolve_model({request.model_id, request.revision, request.weights_cache_override},
-                         options));
+  LM_ASSIGN_OR_RETURN(hub::ResolvedModel model,
+                      hub::resolve_model({request.model_id, request.revision,
+                                          request.weights_cache_override, request.gguf_file},
+                                         options));
   // A model with only PyTorch .bin weights: converted once to safetensors beside them (as TGI's
   // download-weights does), by our own reader that never runs anything in a pickle.
   if (!model.pytorch_files.empty()) {

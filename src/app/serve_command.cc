@@ -125,8 +125,8 @@ int run_server(const LauncherArgs& args) {
     tokenizer_config = std::move(*read);
   }
 
-  auto files = find_model_files(
-      {args.model_id, args.revision, args.huggingface_hub_cache, args.weights_cache_override});
+  auto files = find_model_files({args.model_id, args.revision, args.huggingface_hub_cache,
+                                 args.weights_cache_override, args.gguf_file});
   if (!files.ok()) return fail(files.error().message);
   // Measured before the weights are touched: the plan takes them off it (launcher_args.h).
   StartPlan plan;
