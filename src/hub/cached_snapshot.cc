@@ -65,7 +65,8 @@ SnapshotFiles snapshot_files(const std::string& snapshot_dir) {
   for (auto it = fs::recursive_directory_iterator(snapshot_dir, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
-    const std::string name = fs::relative(it->path(), snapshot_dir, ec).generic_string();
+    // Lexically: the entries are links into blobs/, which fs::relative would follow.
+    const std::string name = it->path().lexically_relative(snapshot_dir).generic_string();
     out.listed.push_back(name);
     if (fs::is_regular_file(it->path(), ec)) out.present.push_back(name);
   }
