@@ -52,9 +52,13 @@ void add_download_command(CLI::App& app) {
   auto options = std::make_shared<DownloadOptions>();
   CLI::App* cmd = app.add_subcommand(
       "download-weights", "Download a Hub model's config, tokenizer and weights into the cache");
-  cmd->add_option("model_id", options->files.model_id, "Hub id (org/name) or local folder")
+  cmd->add_option("model_id", options->files.model_id,
+                  "Hub id (org/name, or org/name:QUANT for a GGUF repository) or local folder")
       ->required();
   cmd->add_option("--revision", options->files.revision, "Branch, tag, commit or refs/pr/N");
+  cmd->add_option("--gguf-file", options->files.gguf_file,
+                  "The GGUF file of the repository to fetch (all shards of a split model)")
+      ->envname("GGUF_FILE");
   cmd->add_option("--huggingface-hub-cache", options->files.huggingface_hub_cache,
                   "Hub cache folder")
       ->envname("HUGGINGFACE_HUB_CACHE");

@@ -18,6 +18,7 @@ namespace lm {
 struct LauncherArgs {
   std::string model_id = "bigscience/bloom-560m";
   std::optional<std::string> revision;
+  std::optional<std::string> gguf_file;  // --gguf-file: which GGUF file of a Hub repository
   int64_t validation_workers = 2;
   std::optional<std::string> sharded;  // "true"/"false"
   std::optional<int64_t> num_shard;

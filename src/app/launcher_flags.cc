@@ -12,13 +12,18 @@ namespace lm {
 
 void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_option("--model-id", a.model_id,
-                 "A Hub repository id (org/name), a local model folder (config.json + "
-                 "safetensors) or a GGUF file")
+                 "A Hub repository id (org/name; org/name:QUANT picks a GGUF repository's file "
+                 "as llama.cpp's -hf), a local model folder (config.json + safetensors) or a "
+                 "GGUF file")
       ->envname("MODEL_ID")
       ->capture_default_str();
   app.add_option("--revision", a.revision,
                  "Hub revision: branch, tag, commit or refs/pr/N (default main)")
       ->envname("REVISION");
+  app.add_option("--gguf-file", a.gguf_file,
+                 "The file of a Hub repository of GGUF files to serve (the first shard of a split "
+                 "model); overrides a :QUANT in --model-id")
+      ->envname("GGUF_FILE");
   app.add_option("--validation-workers", a.validation_workers,
                  "Threads that validate, template, tokenize and compile grammars")
       ->envname("VALIDATION_WORKERS")

@@ -12,6 +12,7 @@
 #include "loader/bin_conversion.h"
 #include "loader/gguf_file.h"
 #include "tokenizer/gguf_vocab_reader.h"
+#include "tokenizer/tokenizer_config.h"
 
 namespace lm {
 namespace {
@@ -40,10 +41,10 @@ class TerminationSignalsAllowed {
 Result<hub::ResolvedModel> find_model_files(const ModelFilesRequest& request) {
   const hub::HubOptions options = hub::hub_options_from_env(request.huggingface_hub_cache);
   TerminationSignalsAllowed signals_allowed;
-  LM_ASSIGN_OR_RETURN(
-      hub::ResolvedModel model,
-      hub::resolve_model({request.model_id, request.revision, request.weights_cache_override},
-                         options));
+  LM_ASSIGN_OR_RETURN(hub::ResolvedModel model,
+                      hub::resolve_model({request.model_id, request.revision,
+                                          request.weights_cache_override, request.gguf_file},
+                                         options));
   // A model with only PyTorch .bin weights: converted once to safetensors beside them (as TGI's
   // download-weights does), by our own reader that never runs anything in a pickle.
   if (!model.pytorch_files.empty()) {
@@ -66,9 +67,13 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer_for(const std::string& model_p
     LM_ASSIGN_OR_RETURN(GgufVocab vocab, read_gguf_vocab(*model.gguf()));
     return Tokenizer::from_gguf_vocab(vocab);
   }
-  const std::string json = model_path + "/tokenizer.json";
-  if (!file_exists(json)) return Error{model_path + ": no tokenizer.json"};
-  return Tokenizer::from_tokenizer_json(json, model_path + "/tokenizer_config.json");
+  const std::string json_path = model_path + "/tokenizer.json";
+  if (!file_exists(json_path)) return Error{model_path + ": no tokenizer.json"};
+  LM_ASSIGN_OR_RETURN(std::string json, read_text_file(json_path));
+  LM_ASSIGN_OR_RETURN(std::string config, read_model_tokenizer_config(model_path));
+  auto tokenizer = Tokenizer::from_json_strings(json, config);
+  if (!tokenizer.ok()) return Error{json_path + ": " + tokenizer.error().message};
+  return tokenizer;
 }
 
 }  // namespace lm

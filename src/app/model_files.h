@@ -1,5 +1,6 @@
 // Finds the files to load for --model-id: a local folder or .gguf file as is, or a Hub
-// repository's snapshot in the huggingface_hub cache (fetched when files are missing), and the
+// repository's snapshot in the huggingface_hub cache (fetched when files are missing; for a
+// repository of GGUF files, the chosen file and its shards), and the
 // tokenizer that belongs to a model path: the vocabulary embedded in a GGUF file, or
 // tokenizer.json (+ tokenizer_config.json) in a Hugging Face folder.
 #pragma once
@@ -18,8 +19,9 @@ namespace lm {
 struct ModelFilesRequest {
   std::string model_id;
   std::optional<std::string> revision;
-  std::optional<std::string> huggingface_hub_cache;   // --huggingface-hub-cache
-  std::optional<std::string> weights_cache_override;  // --weights-cache-override
+  std::optional<std::string> huggingface_hub_cache;     // --huggingface-hub-cache
+  std::optional<std::string> weights_cache_override;    // --weights-cache-override
+  std::optional<std::string> gguf_file = std::nullopt;  // --gguf-file
 };
 
 // Resolves (and downloads) the model; the Hub settings come from the environment (HF_ENDPOINT,

@@ -125,8 +125,8 @@ int run_server(const LauncherArgs& args) {
     tokenizer_config = std::move(*read);
   }
 
-  auto files = find_model_files(
-      {args.model_id, args.revision, args.huggingface_hub_cache, args.weights_cache_override});
+  auto files = find_model_files({args.model_id, args.revision, args.huggingface_hub_cache,
+                                 args.weights_cache_override, args.gguf_file});
   if (!files.ok()) return fail(files.error().message);
   // Measured before the weights are touched: the plan takes them off it (launcher_args.h).
   StartPlan plan;
@@ -236,12 +236,17 @@ int run_server(const LauncherArgs& args) {
   // The chat template: GGUF tokenizer.chat_template, or tokenizer_config.json's chat_template;
   // --tokenizer-config-path's replaces it (and the bos/eos texts templates see), as in TGI.
   std::string source = (*tokenizer)->chat_template();
-  if (tokenizer_config && !tokenizer_config->chat_template.empty())
+  std::string tool_use_source = (*tokenizer)->tool_use_template();
+  if (tokenizer_config && !tokenizer_config->chat_template.empty()) {
     source = tokenizer_config->chat_template;
-  if (!source.empty()) {
-    auto compiled = ChatTemplate::compile(source);
+    tool_use_source = tokenizer_config->tool_use_template;
+  }
+  for (auto [text, target] : {std::pair{&source, &state.chat_template},
+                              std::pair{&tool_use_source, &state.tool_use_template}}) {
+    if (text->empty()) continue;
+    auto compiled = ChatTemplate::compile(*text);
     if (compiled.ok()) {
-      state.chat_template = std::make_shared<const ChatTemplate>(std::move(*compiled));
+      *target = std::make_shared<const ChatTemplate>(std::move(*compiled));
     } else {
       log_warn(fmt::format("Could not parse the chat template ({}); chat requests will fail",
                            compiled.error().message));

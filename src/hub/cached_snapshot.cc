@@ -59,4 +59,20 @@ SnapshotContents inspect_snapshot(const std::string& snapshot_dir) {
   return out;
 }
 
+SnapshotFiles snapshot_files(const std::string& snapshot_dir) {
+  SnapshotFiles out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(snapshot_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+    // Lexically: the entries are links into blobs/, which fs::relative would follow.
+    const std::string name = it->path().lexically_relative(snapshot_dir).generic_string();
+    out.listed.push_back(name);
+    if (fs::is_regular_file(it->path(), ec)) out.present.push_back(name);
+  }
+  std::sort(out.listed.begin(), out.listed.end());
+  std::sort(out.present.begin(), out.present.end());
+  return out;
+}
+
 }  // namespace lm::hub

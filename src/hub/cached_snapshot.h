@@ -18,4 +18,12 @@ struct SnapshotContents {
 
 SnapshotContents inspect_snapshot(const std::string& snapshot_dir);
 
+// Every file of a snapshot folder by its path in the repository, subfolders included, sorted:
+// `listed` has dangling links too, `present` only what is (or links to) a file.
+struct SnapshotFiles {
+  std::vector<std::string> listed;
+  std::vector<std::string> present;
+};
+SnapshotFiles snapshot_files(const std::string& snapshot_dir);
+
 }  // namespace lm::hub

@@ -22,7 +22,8 @@ bool contains(const std::vector<std::string>& files, std::string_view name) {
 std::vector<std::string> metadata_files(const std::vector<std::string>& repo_files) {
   static constexpr std::string_view kMetadata[] = {
       "config.json",           "generation_config.json",  "tokenizer.json",
-      "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model"};
+      "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+      "chat_template.json"};
   std::vector<std::string> out;
   for (std::string_view name : kMetadata) {
     if (contains(repo_files, name)) out.emplace_back(name);

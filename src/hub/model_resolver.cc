@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "hub/disk_space.h"
 #include "hub/downloader.h"
 #include "hub/file_selection.h"
+#include "hub/gguf_choice.h"
 #include "hub/http_client.h"
 #include "hub/hub_errors.h"
 #include "hub/model_info.h"
@@ -42,6 +44,23 @@ std::vector<std::string> in_folder(const std::string& dir, const std::vector<std
   return paths;
 }
 
+// The GGUF file to load from a folder of the cache (or WEIGHTS_CACHE_OVERRIDE), once every file
+// it needs (each shard of a split model) is there.
+Result<std::string> gguf_in_folder(const std::string& dir, const GgufRequest& gguf,
+                                   const std::string& repo_id, const std::string& why) {
+  const SnapshotFiles files = snapshot_files(dir);
+  LM_ASSIGN_OR_RETURN(std::vector<std::string> wanted,
+                      choose_gguf_files(files.listed, gguf, repo_id));
+  std::vector<std::string> missing;
+  for (const std::string& name : wanted) {
+    if (!std::binary_search(files.present.begin(), files.present.end(), name))
+      missing.push_back(name);
+  }
+  if (!missing.empty())
+    return Error{fmt::format("{}, and {} is missing: {}.", why, dir, join(missing))};
+  return dir + "/" + wanted.front();
+}
+
 // A request retried on network errors, 429 and 5xx; any other answer is returned as is.
 Result<HttpResponse> with_retries(const std::function<Result<HttpResponse>()>& send,
                                   const HubOptions& options, const std::string& what) {
@@ -62,9 +81,11 @@ Result<HttpResponse> with_retries(const std::function<Result<HttpResponse>()>& s
 
 class HubResolver {
  public:
-  HubResolver(const std::string& repo_id, const std::string& revision, const HubOptions& options)
+  HubResolver(const std::string& repo_id, const std::string& revision, const GgufRequest& gguf,
+              const HubOptions& options)
       : repo_id_(repo_id),
         revision_(revision),
+        gguf_(gguf),
         options_(options),
         cache_(options.cache_dir, repo_id) {}
 
@@ -84,6 +105,18 @@ class HubResolver {
       return Error{fmt::format("{}, and the cache has no snapshot of {} at commit {} ({}).", why,
                                repo_id_, *commit, dir)};
     }
+    ResolvedModel m;
+    m.path = dir;
+    m.repo_id = repo_id_;
+    m.commit_sha = *commit;
+    if (serves_gguf(snapshot_files(dir).listed, gguf_)) {
+      const std::string context =
+          fmt::format("{}, and the cached snapshot of {} at commit {}", why, repo_id_, *commit);
+      LM_ASSIGN_OR_RETURN(m.path, gguf_in_folder(dir, gguf_, repo_id_, context));
+      log_info(fmt::format("Using {} from the cached snapshot {}", m.path, dir));
+      log_info(kAlreadyPresent);
+      return m;
+    }
     const SnapshotContents contents = inspect_snapshot(dir);
     if (!contents.missing.empty()) {
       return Error{
@@ -92,10 +125,6 @@ class HubResolver {
     }
     log_info(fmt::format("Using the cached snapshot {}", dir));
     log_info(kAlreadyPresent);
-    ResolvedModel m;
-    m.path = dir;
-    m.repo_id = repo_id_;
-    m.commit_sha = *commit;
     if (contents.format == WeightFormat::kPytorch)
       m.pytorch_files = in_folder(dir, contents.weight_files);
     return m;
@@ -120,6 +149,7 @@ class HubResolver {
     commit_ = info.sha;
 
     const std::vector<std::string> names = info.file_names();
+    if (serves_gguf(names, gguf_)) return gguf_from_hub(info);
     const WeightSelection weights = select_weight_files(names);
     if (weights.format == WeightFormat::kNone) {
       return Error{fmt::format(
@@ -169,6 +199,27 @@ class HubResolver {
   }
 
  private:
+  // The chosen GGUF file (every shard of a split one), and nothing else: the GGUF holds the
+  // config, the tokenizer and the chat template.
+  Result<ResolvedModel> gguf_from_hub(const HubModelInfo& info) {
+    LM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                        choose_gguf_files(info.file_names(), gguf_, repo_id_));
+    log_info(files.size() == 1 ? fmt::format("Serving the GGUF file {} of {}", files[0], repo_id_)
+                               : fmt::format("Serving the GGUF model {} of {} ({} shards)",
+                                             files[0], repo_id_, files.size()));
+    LM_ASSIGN_OR_RETURN(auto items, plan(files, info));
+    LM_RETURN_IF_ERROR(fetch(items, /*needs_conversion=*/false));
+    if (!downloaded_) log_info(kAlreadyPresent);
+    if (revision_ != commit_) LM_RETURN_IF_ERROR(cache_.write_ref(revision_, commit_));
+    ResolvedModel m;
+    m.path = cache_.snapshot_path(commit_, files[0]);
+    m.repo_id = repo_id_;
+    m.commit_sha = commit_;
+    m.pipeline_tag = info.pipeline_tag;
+    m.downloaded = downloaded_;
+    return m;
+  }
+
   HubRequestContext context(const std::string& url, const std::string& file) const {
     return HubRequestContext{options_.endpoint,         repo_id_, revision_, file, url,
                              options_.token.has_value()};
@@ -240,6 +291,7 @@ class HubResolver {
 
   std::string repo_id_;
   std::string revision_;
+  GgufRequest gguf_;
   const HubOptions& options_;
   RepoCache cache_;
   HttpClient http_{options_};
@@ -247,11 +299,20 @@ class HubResolver {
   bool downloaded_ = false;
 };
 
-Result<ResolvedModel> from_override(const ModelRequest& request) {
+Result<ResolvedModel> from_override(const ModelRequest& request, const std::string& repo_id,
+                                    const GgufRequest& gguf) {
   const std::string& dir = *request.weights_cache_override;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return Error{"WEIGHTS_CACHE_OVERRIDE " + dir + " is not a folder"};
+  if (serves_gguf(snapshot_files(dir).listed, gguf)) {
+    ResolvedModel m;
+    m.repo_id = repo_id;
+    LM_ASSIGN_OR_RETURN(m.path,
+                        gguf_in_folder(dir, gguf, repo_id, "WEIGHTS_CACHE_OVERRIDE is set"));
+    log_info(kAlreadyPresent);
+    return m;
+  }
   const SnapshotContents contents = inspect_snapshot(dir);
   if (!contents.missing.empty()) {
     return Error{fmt::format("The WEIGHTS_CACHE_OVERRIDE folder {} is missing: {}.", dir,
@@ -260,7 +321,7 @@ Result<ResolvedModel> from_override(const ModelRequest& request) {
   log_info(kAlreadyPresent);
   ResolvedModel m;
   m.path = dir;
-  m.repo_id = request.model_id;
+  m.repo_id = repo_id;
   if (contents.format == WeightFormat::kPytorch)
     m.pytorch_files = in_folder(dir, contents.weight_files);
   return m;
@@ -269,24 +330,28 @@ Result<ResolvedModel> from_override(const ModelRequest& request) {
 }  // namespace
 
 Result<ResolvedModel> resolve_model(const ModelRequest& request, const HubOptions& options) {
-  const std::string& id = request.model_id;
   struct stat st {};
-  if (::stat(id.c_str(), &st) == 0) {
-    if (request.revision) log_warn("--revision has no effect on the local model " + id);
+  if (::stat(request.model_id.c_str(), &st) == 0) {
+    if (request.revision)
+      log_warn("--revision has no effect on the local model " + request.model_id);
+    if (request.gguf_file)
+      log_warn("--gguf-file has no effect on the local model " + request.model_id);
     ResolvedModel m;
-    m.path = id;
+    m.path = request.model_id;
     return m;
   }
+  const auto [id, quant] = split_quant_tag(request.model_id);
   if (looks_like_path(id) || !is_valid_repo_id(id)) {
-    return Error{"model '" + id +
+    return Error{"model '" + request.model_id +
                  "' is not a local folder or file, nor a Hugging Face Hub repository id "
-                 "(org/name): pass --model-id a model folder (config.json + safetensors), a "
-                 ".gguf file or a Hub id"};
+                 "(org/name, or org/name:QUANT for a GGUF repository): pass --model-id a model "
+                 "folder (config.json + safetensors), a .gguf file or a Hub id"};
   }
-  if (request.weights_cache_override) return from_override(request);
+  const GgufRequest gguf{request.gguf_file, quant};
+  if (request.weights_cache_override) return from_override(request, id, gguf);
   const std::string revision = request.revision.value_or("main");
   LM_RETURN_IF_ERROR(check_relative_name("revision", revision));
-  HubResolver resolver(id, revision, options);
+  HubResolver resolver(id, revision, gguf, options);
   if (options.offline) {
     return resolver.from_cache("HF_HUB_OFFLINE is set (the cache only, no network)");
   }

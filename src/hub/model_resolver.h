@@ -1,7 +1,9 @@
 // Turns --model-id into something to load. A local folder or file is used as is; a Hub id
 // (org/name at a revision, default main) is looked up in the huggingface_hub cache and fetched
 // from the Hub when files are missing; WEIGHTS_CACHE_OVERRIDE names a folder that replaces the
-// cache; HF_HUB_OFFLINE uses the cache alone. Logs as TGI's download-weights does.
+// cache; HF_HUB_OFFLINE uses the cache alone. Logs as TGI's download-weights does. A repository
+// of GGUF files (org/name:QUANT, --gguf-file, or no safetensors) serves one GGUF file, or all
+// shards of a split one, chosen as llama.cpp's -hf does (gguf_choice.h).
 #pragma once
 
 #include <optional>
@@ -15,12 +17,15 @@ namespace lm::hub {
 
 struct ModelRequest {
   std::string model_id;
-  std::optional<std::string> revision;                // branch, tag, commit or refs/pr/N
-  std::optional<std::string> weights_cache_override;  // WEIGHTS_CACHE_OVERRIDE
+  std::optional<std::string> revision;                  // branch, tag, commit or refs/pr/N
+  std::optional<std::string> weights_cache_override;    // WEIGHTS_CACHE_OVERRIDE
+  std::optional<std::string> gguf_file = std::nullopt;  // --gguf-file: the GGUF file to serve
 };
 
 struct ResolvedModel {
-  std::string path;  // the folder (snapshots/{commit} for a Hub id) or file to load
+  // The folder (snapshots/{commit} for a Hub id) or file to load: for a GGUF repository, the
+  // chosen file in the snapshot (a split model's first shard, the others beside it).
+  std::string path;
   // Set for a Hub id: the id, the commit the revision resolved to, and the Hub's pipeline tag
   // (unknown offline).
   std::optional<std::string> repo_id;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "base/byte_reader.h"
+#include "loader/gguf_split.h"
 
 namespace lm {
 namespace {
@@ -182,6 +183,11 @@ bool GgufValue::is_integer() const {
 }
 
 Result<GgufFile> GgufFile::open(const std::string& path) {
+  LM_ASSIGN_OR_RETURN(GgufFile first, open_one(path));
+  return join_gguf_split(std::move(first));
+}
+
+Result<GgufFile> GgufFile::open_one(const std::string& path) {
   GgufFile gguf;
   {
     LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
@@ -315,8 +321,18 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 }
 
 Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
-  return Tensor{info.dtype, info.shape, const_cast<uint8_t*>(file_.data() + info.offset),
+  const MappedFile& file = info.shard_idx == 0 ? file_ : shard_files_.at(info.shard_idx - 1);
+  return Tensor{info.dtype, info.shape, const_cast<uint8_t*>(file.data() + info.offset),
                 Device::kCpu};
+}
+
+void GgufFile::drop_pages(const void* p, size_t bytes) const {
+  const auto* byte = static_cast<const uint8_t*>(p);
+  for (const MappedFile& shard : shard_files_) {
+    if (byte >= shard.data() && byte < shard.data() + shard.size())
+      return shard.drop_pages(p, bytes);
+  }
+  file_.drop_pages(p, bytes);
 }
 
 Result<std::optional<std::string>> GgufFile::get_string(const std::string& key) const {

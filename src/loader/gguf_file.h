@@ -1,6 +1,8 @@
 // A GGUF v2/v3 file, memory-mapped and validated as hostile input: the header, every metadata
 // value and every tensor info is checked against the file before use, so a malformed file
-// yields one Error naming the file and the problem. Tensor data stays in the mapping.
+// yields one Error naming the file and the problem. Tensor data stays in the mapping. The first
+// shard of a split model (llama.cpp's gguf-split) opens as one file with every shard's tensors
+// (gguf_split.h).
 #pragma once
 
 #include <cstdint>
@@ -44,8 +46,9 @@ struct GgufTensorInfo {
   std::string name;
   DType dtype = DType::kF32;
   Shape shape;          // outermost first (GGUF stores innermost first; we reverse)
-  uint64_t offset = 0;  // absolute offset in the file
+  uint64_t offset = 0;  // absolute offset in the file that holds the data
   uint64_t num_bytes = 0;
+  uint32_t shard_idx = 0;  // that file: 0 the opened one, i its split's (i+1)-th shard
 };
 
 class GgufFile {
@@ -60,8 +63,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   // A view of a tensor's bytes inside the mapping.
   Tensor tensor(const GgufTensorInfo& info) const;
-  // MappedFile::drop_pages for bytes of this file's mapping (e.g. a tensor copied elsewhere).
-  void drop_pages(const void* p, size_t bytes) const { file_.drop_pages(p, bytes); }
+  // MappedFile::drop_pages for bytes of this file's mappings (e.g. a tensor copied elsewhere).
+  void drop_pages(const void* p, size_t bytes) const;
 
   // Typed metadata accessors: nullopt when absent, Error when present with the wrong type.
   Result<std::optional<std::string>> get_string(const std::string& key) const;
@@ -72,9 +75,12 @@ class GgufFile {
   Result<std::vector<double>> get_number_array(const std::string& key) const;
 
  private:
+  friend Result<GgufFile> join_gguf_split(GgufFile first);
+  static Result<GgufFile> open_one(const std::string& path);
   Error error(const std::string& what) const { return Error{path() + ": " + what}; }
 
   MappedFile file_;
+  std::vector<MappedFile> shard_files_;  // a split model's other shards, in order
   uint32_t version_ = 0;
   std::map<std::string, GgufValue> metadata_;
   std::vector<GgufTensorInfo> tensors_;

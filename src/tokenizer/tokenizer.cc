@@ -195,6 +195,7 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 const std::string& Tokenizer::chat_template() const { return parts_->chat_template; }
+const std::string& Tokenizer::tool_use_template() const { return parts_->tool_use_template; }
 
 bool Tokenizer::is_byte_fallback_token(int32_t id) const {
   return id >= 0 && id < vocab_size() && parts_->byte_fallback[id];

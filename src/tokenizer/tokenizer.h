@@ -62,6 +62,7 @@ class Tokenizer {
   std::string token_bytes(int32_t id) const;
   std::optional<int32_t> token_to_id(std::string_view token) const;
   const std::string& chat_template() const;
+  const std::string& tool_use_template() const;  // for requests with tools; "" when none
   // A <0xXX> token that the decoder turns into a raw byte (SentencePiece byte fallback). Runs of
   // them decode as one byte string, so a later byte can change the text of earlier ones.
   bool is_byte_fallback_token(int32_t id) const;

@@ -20,13 +20,15 @@ std::optional<std::string> config_token(const Json& config, const char* key) {
   return std::nullopt;
 }
 
-std::string config_chat_template(const Json& config) {
+// The template named `name`: the plain string for "default", or the entry of a list of named
+// templates ([{"name": ..., "template": ...}], as transformers saves several), "" when absent.
+std::string config_chat_template(const Json& config, const std::string& name) {
   auto it = config.find("chat_template");
   if (it == config.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_array()) {  // [{"name": ..., "template": ...}]: the "default" one
+  if (it->is_string()) return name == "default" ? it->get<std::string>() : "";
+  if (it->is_array()) {
     for (const Json& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+      if (entry.is_object() && entry.value("name", "") == name && entry.contains("template") &&
           entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
@@ -43,7 +45,8 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view json, const std:
   const Json config = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) return Error{origin + " is not valid JSON"};
   if (!config.is_object()) return Error{origin + " must hold a JSON object"};
-  out.chat_template = config_chat_template(config);
+  out.chat_template = config_chat_template(config, "default");
+  out.tool_use_template = config_chat_template(config, "tool_use");
   out.bos_token = config_token(config, "bos_token");
   out.eos_token = config_token(config, "eos_token");
   return out;
@@ -52,6 +55,30 @@ Result<TokenizerConfig> parse_tokenizer_config(std::string_view json, const std:
 Result<TokenizerConfig> read_tokenizer_config(const std::string& path) {
   LM_ASSIGN_OR_RETURN(std::string text, read_text_file(path, 64ull << 20));
   return parse_tokenizer_config(text, path);
+}
+
+Result<std::string> read_model_tokenizer_config(const std::string& dir) {
+  const std::string config_path = dir + "/tokenizer_config.json";
+  const std::string template_path = dir + "/chat_template.json";
+  std::string config_text;
+  if (file_exists(config_path)) {
+    LM_ASSIGN_OR_RETURN(config_text, read_text_file(config_path, 64ull << 20));
+  }
+  if (!file_exists(template_path)) return config_text;
+  LM_ASSIGN_OR_RETURN(std::string template_text, read_text_file(template_path, 64ull << 20));
+  const Json file = Json::parse(template_text, nullptr, /*allow_exceptions=*/false);
+  if (file.is_discarded() || !file.is_object() || !file.contains("chat_template") ||
+      !(file["chat_template"].is_string() || file["chat_template"].is_array())) {
+    return Error{template_path + " must hold {\"chat_template\": \"...\"}"};
+  }
+  Json config = Json::object();
+  if (!config_text.empty()) {
+    config = Json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded() || !config.is_object())
+      return Error{config_path + " must hold a JSON object"};
+  }
+  config["chat_template"] = file["chat_template"];
+  return config.dump();
 }
 
 }  // namespace lm

@@ -419,6 +419,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_strings(std::string_view
   LM_ASSIGN_OR_RETURN(TokenizerConfig config,
                       parse_tokenizer_config(config_json, "tokenizer_config.json"));
   parts->chat_template = config.chat_template;
+  parts->tool_use_template = config.tool_use_template;
   // Resolved against added tokens first, then the model vocabulary.
   auto resolve = [&](const std::string& text) -> std::optional<int32_t> {
     for (const AddedToken& t : parts->added_tokens) {

@@ -26,6 +26,7 @@ struct TokenizerParts {
   std::vector<int32_t> prefix_ids, suffix_ids;  // post-processor, when add_special_tokens
   std::optional<int32_t> bos_id, eos_id;
   std::string chat_template;
+  std::string tool_use_template;  // tokenizer_config's named "tool_use" template, "" when none
 
   // Filled by Tokenizer from the above.
   std::unique_ptr<AddedTokenMatcher> raw_matcher, normalized_matcher;

@@ -125,6 +125,48 @@ TEST(ModelResolver, WeightsCacheOverrideBypassesTheCache) {
   EXPECT_TRUE(has(missing.error().message, "WEIGHTS_CACHE_OVERRIDE")) << missing.error().message;
 }
 
+TEST(ModelResolver, OfflineGgufRepositoryServesTheChosenFile) {
+  testing::TempDir dir;
+  cache_files(dir.path(), {"README.md", "m-Q4_K_M.gguf", "m-Q8_0-00001-of-00002.gguf",
+                           "m-Q8_0-00002-of-00002.gguf", "mmproj-f16.gguf"});
+  const std::string snap = dir.path() + "/models--org--tiny/snapshots/" + kCommit;
+  auto def = resolve_model({"org/tiny", std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_TRUE(def.ok()) << def.error().message;
+  EXPECT_EQ(def->path, snap + "/m-Q4_K_M.gguf");
+  EXPECT_EQ(def->commit_sha, kCommit);
+  auto tagged =
+      resolve_model({"org/tiny:q8_0", std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_TRUE(tagged.ok()) << tagged.error().message;
+  EXPECT_EQ(tagged->path, snap + "/m-Q8_0-00001-of-00002.gguf");
+  EXPECT_EQ(tagged->repo_id, "org/tiny");
+  // A shard whose blob is gone is named.
+  fs::remove(fs::canonical(snap + "/m-Q8_0-00002-of-00002.gguf"));
+  auto broken =
+      resolve_model({"org/tiny:Q8_0", std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_FALSE(broken.ok());
+  EXPECT_TRUE(has(broken.error().message, "is missing: m-Q8_0-00002-of-00002.gguf"))
+      << broken.error().message;
+  auto named = resolve_model({"org/tiny", std::nullopt, std::nullopt, "M-Q4_K_M.GGUF"},
+                             offline_options(dir.path()));
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_EQ(named->path, snap + "/m-Q4_K_M.gguf");
+}
+
+TEST(ModelResolver, WeightsCacheOverrideWithGgufFiles) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/model-Q4_K_M.gguf", "x");
+  testing::write_file(dir.path() + "/model-Q5_K_M.gguf", "x");
+  auto m =
+      resolve_model({"org/tiny:Q5_K_M", std::nullopt, dir.path()}, offline_options("/nonexistent"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->path, dir.path() + "/model-Q5_K_M.gguf");
+  EXPECT_EQ(m->repo_id, "org/tiny");
+  auto none = resolve_model({"org/tiny:Q2_K", std::nullopt, dir.path()}, offline_options("/x"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(has(none.error().message, "model-Q4_K_M.gguf, model-Q5_K_M.gguf"))
+      << none.error().message;
+}
+
 TEST(Downloader, DurationsAsPythonTimedelta) {
   EXPECT_EQ(format_duration(0.4), "0:00:00");
   EXPECT_EQ(format_duration(3.9), "0:00:03");

@@ -110,7 +110,8 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
   // A chat request is one prompt, the template's rendering, with the template's own ids.
   if (request.messages) {
     LM_CHECK(request.prompts.empty());
-    const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
+    const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token,
+                                      state.tool_use_template.get()};
     auto prompt_or = render_chat_prompt(context, *state.tokenizer, *request.messages,
                                         request.chat_tools ? &*request.chat_tools : nullptr);
     if (auto* error = std::get_if<ApiError>(&prompt_or)) return failure(*error, kTemplate);

@@ -77,10 +77,13 @@ bool has_special_text(const Tokenizer& tokenizer, const std::string& text) {
 
 }  // namespace
 
-std::variant<ChatPrompt, ApiError> render_chat_prompt(const ChatTemplateContext& context,
+std::variant<ChatPrompt, ApiError> render_chat_prompt(const ChatTemplateContext& given,
                                                       const Tokenizer& tokenizer,
                                                       const std::vector<ChatMessage>& messages,
                                                       const ChatToolPrompt* tools) {
+  ChatTemplateContext context = given;
+  if (tools != nullptr && given.tool_use_template != nullptr)
+    context.chat_template = given.tool_use_template;
   if (context.chat_template == nullptr) return template_error("template not found");
   std::vector<std::string> contents;
   for (const auto& m : messages) contents.push_back(m.content);

@@ -33,6 +33,9 @@ struct ChatTemplateContext {
   const ChatTemplate* chat_template = nullptr;  // null: no template (422 template_error)
   std::string bos_token;
   std::string eos_token;
+  // Rendered instead for a request with tools, as transformers' apply_chat_template picks a
+  // model's named "tool_use" template; null: chat_template serves those too.
+  const ChatTemplate* tool_use_template = nullptr;
 };
 
 struct ChatPrompt {

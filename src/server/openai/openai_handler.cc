@@ -184,7 +184,8 @@ void handle_chat_tokenize(ServerState& state, HttpRequest request,
   if (auto error = ChatRoute::validate(chat, state.settings)) {
     return respond_json_error(state, *response, *error, nullptr);
   }
-  const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token};
+  const ChatTemplateContext context{state.chat_template.get(), state.bos_token, state.eos_token,
+                                    state.tool_use_template.get()};
   const std::optional<ChatToolPrompt> tools = chat_tool_prompt(chat);
   auto prompt_or =
       render_chat_prompt(context, *state.tokenizer, chat.messages, tools ? &*tools : nullptr);

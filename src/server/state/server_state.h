@@ -36,6 +36,8 @@ struct ServerState {
   SseKeepAlive keepalive;  // ":\n\n" on streams idle for 15 s
   // The chat template (null: chat requests fail with template_error) and its bos/eos strings.
   std::shared_ptr<const ChatTemplate> chat_template;
+  // The named "tool_use" template for requests with tools (null: chat_template serves them).
+  std::shared_ptr<const ChatTemplate> tool_use_template;
   std::string bos_token;
   std::string eos_token;
   // Where request spans go (server/tracing); null without --otlp-endpoint: nothing is traced.
