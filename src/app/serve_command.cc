@@ -73,8 +73,24 @@ void note_gpu_environment() {
 }
 
 std::string rope_scaling_text(const ModelConfig& c, bool overridden) {
-  const char* names[] = {"none", "linear", "dynamic", "llama3"};
-  std::string text = names[static_cast<int>(c.rope.type)];
+  std::string text;
+  switch (c.rope.type) {
+    case RopeType::kDefault:
+      text = "none";
+      break;
+    case RopeType::kLinear:
+      text = "linear";
+      break;
+    case RopeType::kDynamic:
+      text = "dynamic";
+      break;
+    case RopeType::kLlama3:
+      text = "llama3";
+      break;
+    case RopeType::kLongRope:
+      text = "longrope";
+      break;
+  }
   if (c.rope.type != RopeType::kDefault) text += fmt::format(", factor {}", c.rope.factor);
   return text + (overridden ? " (--rope-scaling/--rope-factor)" : " (model config)");
 }
@@ -165,7 +181,13 @@ int run_server(const LauncherArgs& args) {
   engine_config.max_batch_total_tokens = settings->max_batch_total_tokens;
   engine_config.eos_token_ids = config.eos_token_ids;
   engine_config.block_size = args.kv_block_size;
-  engine_config.prefix_caching = args.prefix_caching;
+  // Dynamic NTK and LongRoPE rotate a sequence's keys by factors that depend on how long it gets:
+  // a cached block written for one request is not what another would have written.
+  const bool length_dependent_rope =
+      config.rope.type == RopeType::kDynamic || config.rope.type == RopeType::kLongRope;
+  engine_config.prefix_caching = args.prefix_caching && !length_dependent_rope;
+  if (args.prefix_caching && length_dependent_rope)
+    log_info("prefix caching is off: this model's RoPE depends on each sequence's length");
   engine_config.max_step_latency_ms = args.max_step_latency_ms;
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);

@@ -27,6 +27,11 @@ struct BatchInput {
   std::span<const int32_t> block_tables;  // [num_seqs, max_blocks_per_seq], padded with block 0
   int64_t max_blocks_per_seq = 0;
   std::span<const int32_t> logit_rows;  // rows whose logits are computed, in output order
+  // [num_seqs] or empty: the length each sequence's forward counts as for RoPE that depends on it
+  // (dynamic NTK, LongRoPE). transformers runs a prompt in one forward, so every chunk of a
+  // prompt counts as the whole prompt: max(prompt length, last position + 1). Empty: the last
+  // position + 1.
+  std::span<const int32_t> rope_lengths;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_seqs() const { return static_cast<int64_t>(query_begins.size()) - 1; }

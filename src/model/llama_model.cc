@@ -56,8 +56,10 @@ BatchRope batch_rope(const ModelConfig& c, const RopeConfig& config, const Batch
   rope.row_begins.assign(batch.query_begins.begin(), batch.query_begins.end());
   for (int64_t s = 0; s < batch.num_seqs(); ++s) {
     const int32_t last_row = batch.query_begins[static_cast<size_t>(s) + 1] - 1;
-    rope.freqs.push_back(rope_frequencies(
-        c, config, batch.positions[static_cast<size_t>(last_row)] + 1, freq_factors));
+    const int64_t length = batch.rope_lengths.empty()
+                               ? batch.positions[static_cast<size_t>(last_row)] + 1
+                               : batch.rope_lengths[static_cast<size_t>(s)];
+    rope.freqs.push_back(rope_frequencies(c, config, length, freq_factors));
   }
   return rope;
 }

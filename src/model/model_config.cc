@@ -26,6 +26,19 @@ class Fields {
     if (!it->is_number_integer()) return wrong(key, "an integer", *it);
     return std::optional<int64_t>(it->get<int64_t>());
   }
+  // transformers' dataclass defaults: a key the file leaves out takes `fallback`; an explicit
+  // null stays "none".
+  Result<std::optional<int64_t>> int_unless_null(const char* key, int64_t fallback) const {
+    if (j_.find(key) == j_.end()) return std::optional<int64_t>(fallback);
+    return opt_int(key);
+  }
+  Result<std::optional<double>> number_unless_null(const char* key, double fallback) const {
+    auto it = j_.find(key);
+    if (it == j_.end()) return std::optional<double>(fallback);
+    if (it->is_null()) return std::optional<double>();
+    if (!it->is_number()) return wrong(key, "a number", *it);
+    return std::optional<double>(it->get<double>());
+  }
   Result<int64_t> int_or(const char* key, int64_t fallback) const {
     LM_ASSIGN_OR_RETURN(auto v, opt_int(key));
     return v.value_or(fallback);
@@ -239,31 +252,40 @@ Status parse_activation(const Fields& f, const std::string& origin, ModelConfig&
 Status parse_gemma(const Json& j, const Fields& f, const std::string& origin, ModelConfig& c) {
   c.gemma_scaling = true;
   LM_ASSIGN_OR_RETURN(c.tie_word_embeddings, f.bool_or("tie_word_embeddings", true));
+  LM_ASSIGN_OR_RETURN(bool attention_bias, f.bool_or("attention_bias", false));
+  if (attention_bias) return Error{origin + ": attention_bias on Gemma is not supported"};
+  LM_ASSIGN_OR_RETURN(bool bidirectional, f.bool_or("use_bidirectional_attention", false));
+  if (bidirectional) {
+    return Error{origin + ": use_bidirectional_attention (an embedding model) is not supported"};
+  }
   if (c.architecture == Architecture::kGemma) {
     return parse_layer_windows(
         j, f, origin, std::nullopt, [](int64_t) { return false; }, c);
   }
   c.sandwich_norms = true;
-  LM_ASSIGN_OR_RETURN(auto scalar, f.opt_int("query_pre_attn_scalar"));
+  // Missing keys take transformers' Gemma2Config / Gemma3TextConfig defaults.
+  const bool gemma2 = c.architecture == Architecture::kGemma2;
+  LM_ASSIGN_OR_RETURN(auto scalar, f.number_unless_null("query_pre_attn_scalar", 256.0));
   if (scalar) {
-    if (*scalar <= 0) return Error{origin + ": query_pre_attn_scalar must be positive"};
-    c.query_pre_attn_scalar = static_cast<double>(*scalar);
+    if (!(*scalar > 0)) return Error{origin + ": query_pre_attn_scalar must be positive"};
+    c.query_pre_attn_scalar = *scalar;
   }
-  LM_ASSIGN_OR_RETURN(c.final_logit_softcapping, f.number_or("final_logit_softcapping", 0.0));
-  LM_ASSIGN_OR_RETURN(c.attn_logit_softcapping, f.number_or("attn_logit_softcapping", 0.0));
+  LM_ASSIGN_OR_RETURN(auto final_cap,
+                      f.number_unless_null("final_logit_softcapping", gemma2 ? 30.0 : 0.0));
+  LM_ASSIGN_OR_RETURN(auto attn_cap,
+                      f.number_unless_null("attn_logit_softcapping", gemma2 ? 50.0 : 0.0));
+  c.final_logit_softcapping = final_cap.value_or(0.0);
+  c.attn_logit_softcapping = attn_cap.value_or(0.0);
   if (c.final_logit_softcapping < 0 || c.attn_logit_softcapping < 0)
     return Error{origin + ": logit soft-capping values must not be negative"};
-  LM_ASSIGN_OR_RETURN(auto window, f.opt_int("sliding_window"));
+  LM_ASSIGN_OR_RETURN(auto window, f.int_unless_null("sliding_window", 4096));
   if (c.architecture == Architecture::kGemma2) {
     // Even layers are local (sliding), odd ones global.
     return parse_layer_windows(
         j, f, origin, window, [](int64_t i) { return (i + 1) % 2 != 0; }, c);
   }
   c.qk_norm = true;
-  LM_ASSIGN_OR_RETURN(bool bidirectional, f.bool_or("use_bidirectional_attention", false));
-  if (bidirectional) {
-    return Error{origin + ": use_bidirectional_attention (an embedding model) is not supported"};
-  }
+  if (j.find("rope_theta") == j.end()) c.rope.theta = 1000000.0;  // Gemma 3's global default
   LM_ASSIGN_OR_RETURN(int64_t pattern, f.int_or("sliding_window_pattern", 6));
   if (pattern < 1) return Error{origin + ": sliding_window_pattern must be positive"};
   LM_RETURN_IF_ERROR(parse_layer_windows(
@@ -288,6 +310,15 @@ Status parse_gemma(const Json& j, const Fields& f, const std::string& origin, Mo
 // and, as transformers derives it when absent, factor = max / original length.
 Status finish_longrope(const Fields& f, const std::string& origin, ModelConfig& c) {
   if (c.rope.type != RopeType::kLongRope) return {};
+  if (c.architecture == Architecture::kPhi3) {
+    // Phi3Config's own field (default 4096) wins over one inside rope_scaling, as in transformers.
+    LM_ASSIGN_OR_RETURN(auto top, f.opt_int("original_max_position_embeddings"));
+    if (top) {
+      c.rope.original_max_position_embeddings = *top;
+    } else if (c.rope.original_max_position_embeddings == 0) {
+      c.rope.original_max_position_embeddings = 4096;
+    }
+  }
   if (c.rope.original_max_position_embeddings == 0) {
     LM_ASSIGN_OR_RETURN(c.rope.original_max_position_embeddings,
                         f.int_or("original_max_position_embeddings", c.max_position_embeddings));
@@ -360,6 +391,7 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
            : mt == "gemma"       ? "GemmaForCausalLM"
            : mt == "gemma2"      ? "Gemma2ForCausalLM"
            : mt == "gemma3_text" ? "Gemma3ForCausalLM"
+           : mt == "phi3"        ? "Phi3ForCausalLM"
                                  : mt;
   }
   c.architecture_name = arch;
@@ -408,7 +440,11 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     LM_RETURN_IF_ERROR(parse_rope_scaling(*p, origin, &c.rope));  // transformers 5 layout
   }
 
-  LM_ASSIGN_OR_RETURN(const auto window, f.opt_int("sliding_window"));
+  // transformers' Mistral/Qwen2/Qwen3 configs default the window to 4096 when the key is missing
+  // (an explicit null is none); Phi3Config's default is none.
+  LM_ASSIGN_OR_RETURN(const auto window, c.architecture == Architecture::kPhi3
+                                             ? f.opt_int("sliding_window")
+                                             : f.int_unless_null("sliding_window", 4096));
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||
                      c.architecture == Architecture::kGemma3;
@@ -421,12 +457,13 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     c.attention_bias = c.architecture == Architecture::kQwen2;
     c.qk_norm = c.architecture == Architecture::kQwen3;
     if (c.architecture == Architecture::kQwen3) {
-      LM_ASSIGN_OR_RETURN(c.attention_bias, f.bool_or("attention_bias", false));
+      // Qwen3's attention_bias would add an o_proj bias too, which no checkpoint has.
+      LM_ASSIGN_OR_RETURN(bool attention_bias, f.bool_or("attention_bias", false));
+      if (attention_bias) return Error{origin + ": attention_bias on Qwen3 is not supported"};
     }
     // The window is used only with use_sliding_window, by the layers from max_window_layers on.
     LM_ASSIGN_OR_RETURN(bool use_sliding, f.bool_or("use_sliding_window", false));
-    LM_ASSIGN_OR_RETURN(int64_t max_window_layers,
-                        f.int_or("max_window_layers", c.num_hidden_layers));
+    LM_ASSIGN_OR_RETURN(int64_t max_window_layers, f.int_or("max_window_layers", 28));
     LM_RETURN_IF_ERROR(parse_layer_windows(
         j, f, origin, use_sliding ? window : std::nullopt,
         [&](int64_t layer) { return layer >= max_window_layers; }, c));
@@ -501,6 +538,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   if (c.num_attention_heads <= 0) return Error{origin + ": attention.head_count must be positive"};
   LM_ASSIGN_OR_RETURN(auto key_length, gguf.get_int(p + "attention.key_length"));
   c.head_dim = key_length.value_or(c.hidden_size / c.num_attention_heads);
+  LM_ASSIGN_OR_RETURN(auto rope_dims, gguf.get_int(p + "rope.dimension_count"));
+  if (rope_dims && *rope_dims != c.head_dim) {
+    return Error{origin + ": rope.dimension_count " + std::to_string(*rope_dims) +
+                 " differs from the head size " + std::to_string(c.head_dim) +
+                 " (partial rotary from GGUF is not supported)"};
+  }
   LM_ASSIGN_OR_RETURN(auto ctx, gguf.get_int(p + "context_length"));
   c.max_position_embeddings = ctx.value_or(2048);
   LM_ASSIGN_OR_RETURN(auto eps, gguf.get_float(p + "attention.layer_norm_rms_epsilon"));

@@ -14,6 +14,7 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
   block_tables_.clear();
   logit_rows_.clear();
   num_prompt_rows_.clear();
+  rope_lengths_.clear();
   max_blocks_per_seq_ = 0;
   for (const ScheduledSequence& entry : batch.sequences) {
     const int64_t end = entry.first_position + entry.num_tokens;
@@ -50,6 +51,7 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
         logit_rows_.push_back(begin + static_cast<int32_t>(r));
     }
     num_prompt_rows_.push_back(prompt_rows);
+    rope_lengths_.push_back(static_cast<int32_t>(std::max(end, seq.num_prompt_tokens)));
     if (entry.samples) logit_rows_.push_back(query_begins_.back() - 1);
   }
 }
@@ -61,7 +63,8 @@ BatchInput StepInputs::view() const {
                     .query_begins = query_begins_,
                     .block_tables = block_tables_,
                     .max_blocks_per_seq = max_blocks_per_seq_,
-                    .logit_rows = logit_rows_};
+                    .logit_rows = logit_rows_,
+                    .rope_lengths = rope_lengths_};
 }
 
 }  // namespace lm

@@ -31,6 +31,7 @@ class StepInputs {
   int64_t max_blocks_per_seq_ = 0;
   std::vector<int32_t> logit_rows_;       // per entry: its prompt rows, then its sampling row
   std::vector<int64_t> num_prompt_rows_;  // [num_seqs]
+  std::vector<int32_t> rope_lengths_;     // [num_seqs]: max(prompt length, last position + 1)
 };
 
 }  // namespace lm

@@ -57,7 +57,8 @@ struct FlatBatch {
                       .query_begins = query_begins,
                       .block_tables = block_tables,
                       .max_blocks_per_seq = max_blocks,
-                      .logit_rows = logit_rows};
+                      .logit_rows = logit_rows,
+                      .rope_lengths = {}};
   }
 };
 

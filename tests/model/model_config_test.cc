@@ -127,10 +127,45 @@ TEST(ModelConfig, Qwen3HasQkNormsAndItsOwnHeadDim) {
   EXPECT_TRUE(c->qk_norm);
   EXPECT_FALSE(c->attention_bias);
   EXPECT_EQ(c->head_dim, 256);
-  j["attention_bias"] = true;
+  j["attention_bias"] = true;  // would bias o_proj too: refused rather than half applied
+  EXPECT_NE(error_of(j).find("attention_bias on Qwen3 is not supported"), std::string::npos);
+}
+
+// Keys a config leaves out take transformers' defaults; an explicit null means none.
+TEST(ModelConfig, MissingKeysTakeTransformersDefaults) {
+  Json j = llama_config();
+  j["architectures"] = {"MistralForCausalLM"};
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->sliding_window_of(0), 4096);  // MistralConfig's default
+  j["sliding_window"] = nullptr;
   c = parse_hf_config(j.dump(), "config.json");
   ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_TRUE(c->attention_bias);
+  EXPECT_EQ(c->sliding_window_of(0), 0);
+  j = llama_config();
+  j["architectures"] = {"Gemma2ForCausalLM"};
+  j["head_dim"] = 128;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->query_pre_attn_scalar, 256.0);
+  EXPECT_EQ(c->attn_logit_softcapping, 50.0);
+  EXPECT_EQ(c->final_logit_softcapping, 30.0);
+  EXPECT_EQ(c->sliding_window_of(0), 4096);
+  j["architectures"] = {"Gemma3ForCausalLM"};
+  j.erase("rope_theta");
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->attn_logit_softcapping, 0.0);
+  EXPECT_EQ(c->rope_of(5).theta, 1000000.0);
+  EXPECT_EQ(c->rope_of(0).theta, 10000.0);
+  j["attention_bias"] = true;
+  EXPECT_NE(error_of(j).find("attention_bias on Gemma"), std::string::npos);
+  j = llama_config();
+  j["model_type"] = "phi3";  // no architectures list: model_type decides
+  j.erase("architectures");
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, Architecture::kPhi3);
 }
 
 // Gemma 1/2/3 as their Hub configs spell them (sizes shrunk).

@@ -48,7 +48,8 @@ class SequenceForward {
                            .query_begins = query_begins,
                            .block_tables = block_table,
                            .max_blocks_per_seq = num_blocks,
-                           .logit_rows = logit_rows};
+                           .logit_rows = logit_rows,
+                           .rope_lengths = {}};
     std::vector<float> logits;
     model_.forward_batch(batch, kv_.view(), logits, pool);
     num_computed_ = end;
