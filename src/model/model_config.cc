@@ -519,9 +519,14 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   } else if (*arch == "qwen3") {
     c.architecture = Architecture::kQwen3;
     c.qk_norm = true;
+  } else if (*arch == "gemma") {
+    // Gemma 1: llama.cpp's converter already stored the norms as 1 + w.
+    c.architecture = Architecture::kGemma;
+    c.gemma_scaling = true;
+    c.mlp_activation = MlpActivation::kGeluTanh;
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
-                 "' (supported: llama, qwen2, qwen3)"};
+                 "' (supported: llama, qwen2, qwen3, gemma)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {
