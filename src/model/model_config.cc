@@ -362,6 +362,38 @@ Status parse_phi3(const Json& j, const Fields& f, const std::string& origin,
       /*reads_layer_types=*/false);
 }
 
+// Gemma 2/3 from GGUF, as llama.cpp reads them (src/models/gemma2.cpp, gemma3.cpp): soft-caps and
+// the window from their keys (Gemma 2: defaults 50 / 30 / 4096), local layers every other one
+// (Gemma 2) or five of six (Gemma 3) unless attention.sliding_window_pattern says otherwise, the
+// local layers' RoPE base from rope.freq_base_swa (Gemma 3: 10000 and no scaling; Gemma 2: the
+// global one), and scores scaled by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the 27B
+// models (46 / 62 layers), as llama.cpp does: GGUF has no query_pre_attn_scalar.
+Status gemma_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  const bool gemma2 = c.architecture == Architecture::kGemma2;
+  LM_ASSIGN_OR_RETURN(auto attn_cap, gguf.get_float(p + "attn_logit_softcapping"));
+  LM_ASSIGN_OR_RETURN(auto final_cap, gguf.get_float(p + "final_logit_softcapping"));
+  c.attn_logit_softcapping = gemma2 ? attn_cap.value_or(50.0) : 0.0;
+  c.final_logit_softcapping = final_cap.value_or(gemma2 ? 30.0 : 0.0);
+  LM_ASSIGN_OR_RETURN(auto window, gguf.get_int(p + "attention.sliding_window"));
+  if (gemma2 && !window) window = 4096;
+  LM_ASSIGN_OR_RETURN(auto pattern, gguf.get_int(p + "attention.sliding_window_pattern"));
+  const int64_t every = pattern.value_or(gemma2 ? 2 : 6);
+  if (every < 1) return Error{gguf.path() + ": attention.sliding_window_pattern must be positive"};
+  c.layer_sliding_windows.assign(
+      static_cast<size_t>(std::clamp<int64_t>(c.num_hidden_layers, 0, 1024)), 0);
+  for (size_t i = 0; window && *window > 0 && i < c.layer_sliding_windows.size(); ++i) {
+    if (static_cast<int64_t>(i) % every < every - 1) c.layer_sliding_windows[i] = *window;
+  }
+  LM_ASSIGN_OR_RETURN(auto local_base, gguf.get_float(p + "rope.freq_base_swa"));
+  RopeConfig local = gemma2 ? c.rope : RopeConfig{};
+  local.theta = local_base.value_or(gemma2 ? c.rope.theta : 10000.0);
+  c.local_rope = local;
+  const bool is_27b = c.num_hidden_layers == (gemma2 ? 46 : 62);
+  c.query_pre_attn_scalar =
+      static_cast<double>(is_27b ? c.hidden_size / c.num_attention_heads : c.head_dim);
+  return {};
+}
+
 }  // namespace
 
 std::string supported_architectures() {
@@ -519,14 +551,18 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   } else if (*arch == "qwen3") {
     c.architecture = Architecture::kQwen3;
     c.qk_norm = true;
-  } else if (*arch == "gemma") {
-    // Gemma 1: llama.cpp's converter already stored the norms as 1 + w.
-    c.architecture = Architecture::kGemma;
+  } else if (*arch == "gemma" || *arch == "gemma2" || *arch == "gemma3") {
+    // llama.cpp's converter already stored the norms as 1 + w.
+    c.architecture = *arch == "gemma"    ? Architecture::kGemma
+                     : *arch == "gemma2" ? Architecture::kGemma2
+                                         : Architecture::kGemma3;
     c.gemma_scaling = true;
     c.mlp_activation = MlpActivation::kGeluTanh;
+    c.sandwich_norms = *arch != "gemma";
+    c.qk_norm = *arch == "gemma3";
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
-                 "' (supported: llama, qwen2, qwen3, gemma)"};
+                 "' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {
@@ -565,6 +601,8 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
     LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
     c.rope.factor = factor.value_or(1.0);
   }
+  if (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)
+    LM_RETURN_IF_ERROR(gemma_from_gguf(gguf, p, c));
   LM_ASSIGN_OR_RETURN(auto tokens, gguf.get_string_array("tokenizer.ggml.tokens"));
   LM_ASSIGN_OR_RETURN(auto vocab, gguf.get_int(p + "vocab_size"));
   c.vocab_size = vocab.value_or(static_cast<int64_t>(tokens.size()));
