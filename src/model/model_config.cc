@@ -191,6 +191,18 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
   return {};
 }
 
+// Layer i is local (sliding) unless it is the last of each group of `every`: transformers'
+// sliding_window_pattern ((i + 1) % every != 0) and llama.cpp's (i % every < every - 1) agree.
+bool local_in_pattern(int64_t layer, int64_t every) { return (layer + 1) % every != 0; }
+
+// Gives each layer the window when `sliding(layer)` says it has one (all 0 without a window).
+void set_layer_windows(ModelConfig& c, std::optional<int64_t> window,
+                       const std::function<bool(int64_t)>& sliding) {
+  c.layer_sliding_windows.assign(static_cast<size_t>(c.num_hidden_layers), 0);
+  for (int64_t i = 0; window && i < c.num_hidden_layers; ++i)
+    if (sliding(i)) c.layer_sliding_windows[static_cast<size_t>(i)] = *window;
+}
+
 // Which layers attend through a sliding window, as transformers' configs decide: an explicit
 // `layer_types` list wins; otherwise `default_sliding(layer)` (the architecture's rule). A layer
 // is windowed only when the config has a window.
@@ -199,10 +211,9 @@ Status parse_layer_windows(const Json& j, const Fields& f, const std::string& or
                            const std::function<bool(int64_t)>& default_sliding, ModelConfig& c,
                            bool reads_layer_types = true) {
   if (c.num_hidden_layers < 1 || c.num_hidden_layers > 1024) return {};  // validate() says why
-  c.layer_sliding_windows.assign(static_cast<size_t>(c.num_hidden_layers), 0);
   if (window && (*window < 1 || *window > (int64_t{1} << 24)))
     return Error{origin + ": sliding_window = " + std::to_string(*window) + " is not positive"};
-  std::vector<bool> sliding(c.layer_sliding_windows.size(), false);
+  std::vector<bool> sliding(static_cast<size_t>(c.num_hidden_layers), false);
   if (auto it = j.find("layer_types"); reads_layer_types && it != j.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != sliding.size())
       return f.wrong("layer_types", "a list with one entry per layer", *it);
@@ -218,9 +229,7 @@ Status parse_layer_windows(const Json& j, const Fields& f, const std::string& or
     for (size_t i = 0; i < sliding.size(); ++i)
       sliding[i] = default_sliding(static_cast<int64_t>(i));
   }
-  if (!window) return {};
-  for (size_t i = 0; i < sliding.size(); ++i)
-    if (sliding[i]) c.layer_sliding_windows[i] = *window;
+  set_layer_windows(c, window, [&](int64_t i) { return sliding[static_cast<size_t>(i)]; });
   return {};
 }
 
@@ -282,14 +291,14 @@ Status parse_gemma(const Json& j, const Fields& f, const std::string& origin, Mo
   if (c.architecture == Architecture::kGemma2) {
     // Even layers are local (sliding), odd ones global.
     return parse_layer_windows(
-        j, f, origin, window, [](int64_t i) { return (i + 1) % 2 != 0; }, c);
+        j, f, origin, window, [](int64_t i) { return local_in_pattern(i, 2); }, c);
   }
   c.qk_norm = true;
   if (j.find("rope_theta") == j.end()) c.rope.theta = 1000000.0;  // Gemma 3's global default
   LM_ASSIGN_OR_RETURN(int64_t pattern, f.int_or("sliding_window_pattern", 6));
   if (pattern < 1) return Error{origin + ": sliding_window_pattern must be positive"};
   LM_RETURN_IF_ERROR(parse_layer_windows(
-      j, f, origin, window, [pattern](int64_t i) { return (i + 1) % pattern != 0; }, c));
+      j, f, origin, window, [pattern](int64_t i) { return local_in_pattern(i, pattern); }, c));
   // Local layers: default RoPE at rope_local_base_freq; global ones: rope_theta + rope_scaling.
   RopeConfig local;
   LM_ASSIGN_OR_RETURN(local.theta, f.number_or("rope_local_base_freq", 10000.0));
@@ -379,10 +388,9 @@ Status gemma_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& 
   LM_ASSIGN_OR_RETURN(auto pattern, gguf.get_int(p + "attention.sliding_window_pattern"));
   const int64_t every = pattern.value_or(gemma2 ? 2 : 6);
   if (every < 1) return Error{gguf.path() + ": attention.sliding_window_pattern must be positive"};
-  c.layer_sliding_windows.assign(
-      static_cast<size_t>(std::clamp<int64_t>(c.num_hidden_layers, 0, 1024)), 0);
-  for (size_t i = 0; window && *window > 0 && i < c.layer_sliding_windows.size(); ++i) {
-    if (static_cast<int64_t>(i) % every < every - 1) c.layer_sliding_windows[i] = *window;
+  if (c.num_hidden_layers >= 1 && c.num_hidden_layers <= 1024) {  // else validate() says why
+    set_layer_windows(c, window && *window > 0 ? window : std::nullopt,
+                      [every](int64_t i) { return local_in_pattern(i, every); });
   }
   LM_ASSIGN_OR_RETURN(auto local_base, gguf.get_float(p + "rope.freq_base_swa"));
   RopeConfig local = gemma2 ? c.rope : RopeConfig{};
