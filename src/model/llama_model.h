@@ -1,5 +1,6 @@
-// The Llama-family decoder (Llama 1/2/3, Mistral, Qwen2) on the CPU: embedding, N x (RMSNorm,
-// attention with RoPE over a KV cache, RMSNorm, SwiGLU MLP), final norm, LM head.
+// The Llama-family decoder (Llama 1/2/3, Mistral, Mixtral, Qwen2/3 and their MoE, Gemma 1/2/3,
+// Phi-3) on the CPU: embedding, N x (RMSNorm, attention with RoPE over a KV cache, RMSNorm, gated
+// MLP or sparse MoE block), final norm, LM head.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "model/batch_input.h"
 #include "model/llama_weights.h"
 #include "model/model_config.h"
+#include "model/sparse_moe.h"
 #include "model/weight_dtype.h"
 #include "tensor/tensor.h"
 
@@ -63,6 +65,7 @@ class LlamaModel {
   struct Workspace {
     int64_t num_tokens = 0;
     Buffer x, normed, q, k, v, attn, gate, up;
+    Buffer moe_out;  // [n, hidden] the MoE block's output (models with experts)
   };
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);
@@ -76,6 +79,7 @@ class LlamaModel {
   Buffer prepared_weights_;   // the arena of interleaved and row copies weights_ points into
   int64_t num_interleaved_ = 0;
   Workspace ws_;
+  SparseMoe moe_;
   bool int8_activations_ = false;
 };
 

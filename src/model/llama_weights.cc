@@ -34,6 +34,28 @@ class Binder {
     return ops::to_f32(t);
   }
 
+  // A GGUF stack of per-expert matrices, [num_experts, rows, cols].
+  Result<Tensor> stacked(const std::string& name, int64_t num_experts, int64_t rows,
+                         int64_t cols) const {
+    LM_ASSIGN_OR_RETURN(Tensor t, find(name, Shape{num_experts, rows, cols}));
+    if (!ops::supports_weight_dtype(t.dtype)) {
+      return Error{store_.origin() + ": tensor '" + name + "' has type " +
+                   std::string(dtype_name(t.dtype)) + ", which the CPU kernels cannot compute yet"};
+    }
+    return t;
+  }
+
+  // A vector stored as [n] (GGUF) or as a one-row matrix [1, n] (an HF Linear with one output).
+  Result<std::vector<float>> row_vector(const std::string& name, int64_t n) const {
+    const Tensor* t = store_.find(name);
+    if (t != nullptr && t->shape == Shape{1, n}) {
+      Tensor flat = *t;
+      flat.shape = {n};
+      return ops::to_f32(flat);
+    }
+    return vector(name, n);
+  }
+
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
 
  private:
@@ -60,7 +82,90 @@ Tensor row_slice(const Tensor& t, int64_t first, int64_t rows) {
   return view;
 }
 
+// Expert e's [rows, cols] matrix of a [num_experts, rows, cols] stack: a view, no copy.
+Tensor expert_slice(const Tensor& stack, int64_t e) {
+  Tensor view = stack;
+  view.shape = {stack.dim(1), stack.dim(2)};
+  view.data = static_cast<uint8_t*>(stack.data) + e * stack.dim(1) * stack.row_bytes();
+  return view;
+}
+
+// The router, experts and shared expert of sparse layer `i` in HF's per-expert tensors (Mixtral:
+// block_sparse_moe.experts.E.w1/w3/w2 = gate/up/down; Qwen: mlp.experts.E.gate/up/down_proj) or
+// GGUF's stacks (ffn_{gate,up,down}_exps, the shared expert's ffn_*_shexp).
+Result<MoeWeights> bind_moe(const ModelConfig& c, const Binder& b, WeightNaming naming, int64_t i) {
+  const MoeConfig& m = c.moe;
+  const int64_t hidden = c.hidden_size, inter = m.expert_intermediate_size;
+  const bool mixtral = c.architecture == Architecture::kMixtral;
+  const std::string hf =
+      "model.layers." + std::to_string(i) + (mixtral ? ".block_sparse_moe." : ".mlp.");
+  const std::string gg = "blk." + std::to_string(i) + ".";
+  MoeWeights w;
+  LM_ASSIGN_OR_RETURN(w.router, b.matrix(b.name(hf + "gate.weight", gg + "ffn_gate_inp.weight"),
+                                         m.num_experts, hidden));
+  if (naming == WeightNaming::kGguf) {
+    LM_ASSIGN_OR_RETURN(const Tensor gate,
+                        b.stacked(gg + "ffn_gate_exps.weight", m.num_experts, inter, hidden));
+    LM_ASSIGN_OR_RETURN(const Tensor up,
+                        b.stacked(gg + "ffn_up_exps.weight", m.num_experts, inter, hidden));
+    LM_ASSIGN_OR_RETURN(const Tensor down,
+                        b.stacked(gg + "ffn_down_exps.weight", m.num_experts, hidden, inter));
+    for (int64_t e = 0; e < m.num_experts; ++e)
+      w.experts.push_back({expert_slice(gate, e), expert_slice(up, e), expert_slice(down, e)});
+  } else {
+    for (int64_t e = 0; e < m.num_experts; ++e) {
+      const std::string x = hf + "experts." + std::to_string(e) + ".";
+      MlpWeights expert;
+      LM_ASSIGN_OR_RETURN(
+          expert.gate_proj,
+          b.matrix(x + (mixtral ? "w1.weight" : "gate_proj.weight"), inter, hidden));
+      LM_ASSIGN_OR_RETURN(expert.up_proj,
+                          b.matrix(x + (mixtral ? "w3.weight" : "up_proj.weight"), inter, hidden));
+      LM_ASSIGN_OR_RETURN(
+          expert.down_proj,
+          b.matrix(x + (mixtral ? "w2.weight" : "down_proj.weight"), hidden, inter));
+      w.experts.push_back(std::move(expert));
+    }
+  }
+  if (const int64_t shared = m.shared_expert_intermediate_size; shared > 0) {
+    const std::string x = hf + "shared_expert.";
+    LM_ASSIGN_OR_RETURN(
+        w.shared_expert.gate_proj,
+        b.matrix(b.name(x + "gate_proj.weight", gg + "ffn_gate_shexp.weight"), shared, hidden));
+    LM_ASSIGN_OR_RETURN(
+        w.shared_expert.up_proj,
+        b.matrix(b.name(x + "up_proj.weight", gg + "ffn_up_shexp.weight"), shared, hidden));
+    LM_ASSIGN_OR_RETURN(
+        w.shared_expert.down_proj,
+        b.matrix(b.name(x + "down_proj.weight", gg + "ffn_down_shexp.weight"), hidden, shared));
+    LM_ASSIGN_OR_RETURN(w.shared_expert_gate, b.row_vector(b.name(hf + "shared_expert_gate.weight",
+                                                                  gg + "ffn_gate_inp_shexp.weight"),
+                                                           hidden));
+  }
+  return w;
+}
+
 }  // namespace
+
+namespace {
+
+// LlamaLayerWeights::linears for a const or mutable layer: the pointers follow its constness.
+template <typename Layer>
+auto linears_of(Layer& l) {
+  std::vector<decltype(&l.q_proj)> out;
+  for (auto* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj,
+                  &l.down_proj, &l.moe.router, &l.moe.shared_expert.gate_proj,
+                  &l.moe.shared_expert.up_proj, &l.moe.shared_expert.down_proj})
+    if (!t->empty()) out.push_back(t);
+  for (auto& e : l.moe.experts)
+    for (auto* t : {&e.gate_proj, &e.up_proj, &e.down_proj}) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor*> LlamaLayerWeights::linears() { return linears_of(*this); }
+std::vector<const Tensor*> LlamaLayerWeights::linears() const { return linears_of(*this); }
 
 Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore& store,
                                         WeightNaming naming) {
@@ -139,7 +244,9 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
           l.post_attention_layernorm,
           norm(b.name(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight"), hidden));
     }
-    if (c.fused_projections) {
+    if (c.is_sparse_layer(i)) {
+      LM_ASSIGN_OR_RETURN(l.moe, bind_moe(c, b, naming, i));
+    } else if (c.fused_projections) {
       // Phi-3: gate_up_proj's first half of rows is the gate, the second the up projection.
       LM_ASSIGN_OR_RETURN(const Tensor gate_up,
                           b.matrix(b.name(hf + "mlp.gate_up_proj.weight", gg + "ffn_up.weight"),
@@ -154,9 +261,11 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
           l.up_proj,
           b.matrix(b.name(hf + "mlp.up_proj.weight", gg + "ffn_up.weight"), inter, hidden));
     }
-    LM_ASSIGN_OR_RETURN(
-        l.down_proj,
-        b.matrix(b.name(hf + "mlp.down_proj.weight", gg + "ffn_down.weight"), hidden, inter));
+    if (!c.is_sparse_layer(i)) {
+      LM_ASSIGN_OR_RETURN(
+          l.down_proj,
+          b.matrix(b.name(hf + "mlp.down_proj.weight", gg + "ffn_down.weight"), hidden, inter));
+    }
     w.layers.push_back(std::move(l));
   }
   LM_ASSIGN_OR_RETURN(w.norm, norm(b.name("model.norm.weight", "output_norm.weight"), hidden));

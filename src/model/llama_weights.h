@@ -13,6 +13,23 @@
 
 namespace lm {
 
+// A gated MLP's three matrices: down(act(gate(x)) * up(x)).
+struct MlpWeights {
+  Tensor gate_proj;  // [intermediate, hidden_size]
+  Tensor up_proj;    // [intermediate, hidden_size]
+  Tensor down_proj;  // [hidden_size, intermediate]
+};
+
+// A sparse MoE block (model_config.h MoeConfig): the router and the experts, each expert's
+// matrices views into the stored tensors (per-expert HF tensors, or slices of GGUF's stacked
+// [num_experts, rows, cols] ones).
+struct MoeWeights {
+  Tensor router;                    // [num_experts, hidden_size]
+  std::vector<MlpWeights> experts;  // [num_experts], expert_intermediate_size wide
+  MlpWeights shared_expert;         // Qwen2-MoE, shared_expert_intermediate_size wide; else empty
+  std::vector<float> shared_expert_gate;  // [hidden_size] with the shared expert
+};
+
 struct LlamaLayerWeights {
   std::vector<float> input_layernorm;         // [hidden_size]
   Tensor q_proj;                              // [num_heads * head_dim, hidden_size]
@@ -27,9 +44,16 @@ struct LlamaLayerWeights {
   // [hidden_size] when sandwich_norms (Gemma 2/3): the norms of the attention output (HF's
   // post_attention_layernorm there) and of the MLP output (post_feedforward_layernorm).
   std::vector<float> attn_output_norm, mlp_output_norm;
+  // The dense MLP (empty in sparse layers, which have `moe` instead).
   Tensor gate_proj;  // [intermediate_size, hidden_size]
   Tensor up_proj;    // [intermediate_size, hidden_size]
   Tensor down_proj;  // [hidden_size, intermediate_size]
+  MoeWeights moe;    // sparse layers (ModelConfig::is_sparse_layer) only
+
+  // Every Linear weight of the layer (the attention's, the dense MLP's or the router's and every
+  // expert's), for passes that convert or repack them all.
+  std::vector<Tensor*> linears();
+  std::vector<const Tensor*> linears() const;
 };
 
 struct LlamaWeights {

@@ -133,6 +133,15 @@ Status validate(const ModelConfig& c, const std::string& origin) {
                  ": llama3 rope scaling needs original_max_position_embeddings > 0 and "
                  "high_freq_factor > low_freq_factor"};
   }
+  if (c.moe.num_experts > 0) {
+    LM_RETURN_IF_ERROR(check_range(origin, "num_experts", c.moe.num_experts, 1, 1024));
+    LM_RETURN_IF_ERROR(check_range(origin, "num_experts_per_tok", c.moe.num_experts_per_tok, 1,
+                                   c.moe.num_experts));
+    LM_RETURN_IF_ERROR(check_range(origin, "moe_intermediate_size", c.moe.expert_intermediate_size,
+                                   1, 4 * kMaxDim));
+    LM_RETURN_IF_ERROR(check_range(origin, "shared_expert_intermediate_size",
+                                   c.moe.shared_expert_intermediate_size, 0, 4 * kMaxDim));
+  }
   for (int32_t id : c.eos_token_ids) {
     if (id >= c.vocab_size)
       return Error{origin + ": eos_token_id " + std::to_string(id) + " is outside the vocabulary"};
@@ -371,6 +380,73 @@ Status parse_phi3(const Json& j, const Fields& f, const std::string& origin,
       /*reads_layer_types=*/false);
 }
 
+// Qwen2-MoE / Qwen3-MoE attention: Qwen2-MoE's q/k/v biases (qkv_bias, default on) and its
+// window on the even-numbered layers below max_window_layers; Qwen3-MoE's q/k norms and its window
+// on every layer; both only with use_sliding_window.
+Status parse_qwen_moe_attention(const Json& j, const Fields& f, const std::string& origin,
+                                std::optional<int64_t> window, ModelConfig& c) {
+  const bool qwen2 = c.architecture == Architecture::kQwen2Moe;
+  if (qwen2) {
+    LM_ASSIGN_OR_RETURN(c.attention_bias, f.bool_or("qkv_bias", true));
+  } else {
+    c.qk_norm = true;
+    LM_ASSIGN_OR_RETURN(bool attention_bias, f.bool_or("attention_bias", false));
+    if (attention_bias) return Error{origin + ": attention_bias on Qwen3-MoE is not supported"};
+  }
+  LM_ASSIGN_OR_RETURN(bool use_sliding, f.bool_or("use_sliding_window", false));
+  LM_ASSIGN_OR_RETURN(int64_t max_window_layers, f.int_or("max_window_layers", 28));
+  return parse_layer_windows(
+      j, f, origin, use_sliding ? window : std::nullopt,
+      [&](int64_t i) { return !qwen2 || ((i + 1) % 2 != 0 && i < max_window_layers); }, c,
+      /*reads_layer_types=*/qwen2);
+}
+
+// The sparse MoE block of Mixtral (num_local_experts, every layer, the experts as wide as
+// intermediate_size, top-k weights always renormalized) and Qwen2/3-MoE (num_experts,
+// moe_intermediate_size, norm_topk_prob, decoder_sparse_step and mlp_only_layers leaving some
+// layers dense; Qwen2-MoE's shared expert), with transformers' defaults for missing keys.
+Status parse_moe(const Json& j, const Fields& f, const std::string& origin, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  const bool mixtral = c.architecture == Architecture::kMixtral;
+  const bool qwen2 = c.architecture == Architecture::kQwen2Moe;
+  LM_ASSIGN_OR_RETURN(m.num_experts, mixtral ? f.int_or("num_local_experts", 8)
+                                             : f.int_or("num_experts", qwen2 ? 60 : 128));
+  LM_ASSIGN_OR_RETURN(m.num_experts_per_tok, f.int_or("num_experts_per_tok", mixtral ? 2
+                                                                             : qwen2 ? 4
+                                                                                     : 8));
+  if (m.num_experts < 1) return Error{origin + ": a MoE model needs num_experts >= 1"};
+  if (mixtral) {
+    m.expert_intermediate_size = c.intermediate_size;
+    m.norm_topk_prob = true;
+  } else {
+    LM_ASSIGN_OR_RETURN(m.expert_intermediate_size,
+                        f.int_or("moe_intermediate_size", qwen2 ? 1408 : 768));
+    LM_ASSIGN_OR_RETURN(m.norm_topk_prob, f.bool_or("norm_topk_prob", false));
+    if (qwen2) {
+      LM_ASSIGN_OR_RETURN(m.shared_expert_intermediate_size,
+                          f.int_or("shared_expert_intermediate_size", 5632));
+    }
+  }
+  int64_t sparse_step = 1;
+  if (!mixtral) {
+    LM_ASSIGN_OR_RETURN(sparse_step, f.int_or("decoder_sparse_step", 1));
+  }
+  if (sparse_step < 1) return Error{origin + ": decoder_sparse_step must be positive"};
+  if (c.num_hidden_layers < 1 || c.num_hidden_layers > 1024) return {};  // validate() says why
+  m.sparse_layers.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    m.sparse_layers[static_cast<size_t>(i)] = (i + 1) % sparse_step == 0;
+  if (auto it = j.find("mlp_only_layers"); !mixtral && it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return f.wrong("mlp_only_layers", "a list of layer indices", *it);
+    for (const Json& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.num_hidden_layers)
+        return f.wrong("mlp_only_layers", "a list of layer indices", *it);
+      m.sparse_layers[static_cast<size_t>(v.get<int64_t>())] = false;
+    }
+  }
+  return {};
+}
+
 // Gemma 2/3 from GGUF, as llama.cpp reads them (src/models/gemma2.cpp, gemma3.cpp): soft-caps and
 // the window from their keys (Gemma 2: defaults 50 / 30 / 4096), local layers every other one
 // (Gemma 2) or five of six (Gemma 3) unless attention.sliding_window_pattern says otherwise, the
@@ -402,11 +478,53 @@ Status gemma_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& 
   return {};
 }
 
+// Experts from GGUF as llama.cpp reads them: <arch>.expert_count and expert_used_count (Mixtral
+// is a "llama" with experts), every layer sparse; the experts as wide as feed_forward_length
+// ("llama") or expert_feed_forward_length (Qwen); top-k weights renormalized for llama and
+// qwen3moe, not for qwen2moe (llama.cpp's fixed choice per architecture, which matches the released
+// Mixtral, Qwen1.5/2-MoE and Qwen3-MoE configs); Qwen2-MoE's shared expert from
+// expert_shared_feed_forward_length.
+Status moe_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  LM_ASSIGN_OR_RETURN(auto experts, gguf.get_int(p + "expert_count"));
+  const bool qwen_moe =
+      c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe;
+  if (!experts || *experts == 0) {
+    if (qwen_moe) return Error{gguf.path() + ": " + p + "expert_count is missing"};
+    return {};
+  }
+  if (c.architecture == Architecture::kLlama) {
+    c.architecture = Architecture::kMixtral;
+  } else if (!qwen_moe) {
+    return Error{gguf.path() + ": experts in a '" + c.architecture_name +
+                 "' model are not supported"};
+  }
+  MoeConfig& m = c.moe;
+  m.num_experts = *experts;
+  LM_ASSIGN_OR_RETURN(auto used, gguf.get_int(p + "expert_used_count"));
+  if (!used) return Error{gguf.path() + ": " + p + "expert_used_count is missing"};
+  m.num_experts_per_tok = *used;
+  m.expert_intermediate_size = c.intermediate_size;
+  if (qwen_moe) {
+    LM_ASSIGN_OR_RETURN(auto width, gguf.get_int(p + "expert_feed_forward_length"));
+    // Without the key llama.cpp splits feed_forward_length among the used experts.
+    m.expert_intermediate_size = width.value_or(c.intermediate_size / std::max<int64_t>(1, *used));
+  }
+  m.norm_topk_prob = c.architecture != Architecture::kQwen2Moe;
+  if (c.architecture == Architecture::kQwen2Moe) {
+    LM_ASSIGN_OR_RETURN(auto shared, gguf.get_int(p + "expert_shared_feed_forward_length"));
+    m.shared_expert_intermediate_size = shared.value_or(c.intermediate_size);
+  }
+  if (c.num_hidden_layers >= 1 && c.num_hidden_layers <= 1024)  // else validate() says why
+    m.sparse_layers.assign(static_cast<size_t>(c.num_hidden_layers), true);
+  return {};
+}
+
 }  // namespace
 
 std::string supported_architectures() {
-  return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-         "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM";
+  return "LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
+         "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, "
+         "Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM";
 }
 
 Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::string& origin) {
@@ -426,8 +544,11 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     const std::string mt = model_type.value_or("");
     arch = mt == "llama"         ? "LlamaForCausalLM"
            : mt == "mistral"     ? "MistralForCausalLM"
+           : mt == "mixtral"     ? "MixtralForCausalLM"
            : mt == "qwen2"       ? "Qwen2ForCausalLM"
+           : mt == "qwen2_moe"   ? "Qwen2MoeForCausalLM"
            : mt == "qwen3"       ? "Qwen3ForCausalLM"
+           : mt == "qwen3_moe"   ? "Qwen3MoeForCausalLM"
            : mt == "gemma"       ? "GemmaForCausalLM"
            : mt == "gemma2"      ? "Gemma2ForCausalLM"
            : mt == "gemma3_text" ? "Gemma3ForCausalLM"
@@ -439,10 +560,16 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     c.architecture = Architecture::kLlama;
   } else if (arch == "MistralForCausalLM") {
     c.architecture = Architecture::kMistral;
+  } else if (arch == "MixtralForCausalLM") {
+    c.architecture = Architecture::kMixtral;
   } else if (arch == "Qwen2ForCausalLM") {
     c.architecture = Architecture::kQwen2;
+  } else if (arch == "Qwen2MoeForCausalLM") {
+    c.architecture = Architecture::kQwen2Moe;
   } else if (arch == "Qwen3ForCausalLM") {
     c.architecture = Architecture::kQwen3;
+  } else if (arch == "Qwen3MoeForCausalLM") {
+    c.architecture = Architecture::kQwen3Moe;
   } else if (arch == "GemmaForCausalLM") {
     c.architecture = Architecture::kGemma;
   } else if (arch == "Gemma2ForCausalLM") {
@@ -481,8 +608,9 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
   }
 
   // transformers' Mistral/Qwen2/Qwen3 configs default the window to 4096 when the key is missing
-  // (an explicit null is none); Phi3Config's default is none.
-  LM_ASSIGN_OR_RETURN(const auto window, c.architecture == Architecture::kPhi3
+  // (an explicit null is none); Phi3Config's and MixtralConfig's default is none.
+  LM_ASSIGN_OR_RETURN(const auto window, c.architecture == Architecture::kPhi3 ||
+                                                 c.architecture == Architecture::kMixtral
                                              ? f.opt_int("sliding_window")
                                              : f.int_unless_null("sliding_window", 4096));
   const bool gemma = c.architecture == Architecture::kGemma ||
@@ -492,6 +620,9 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     LM_RETURN_IF_ERROR(parse_gemma(j, f, origin, c));
   } else if (c.architecture == Architecture::kPhi3) {
     LM_RETURN_IF_ERROR(parse_phi3(j, f, origin, window, c));
+  } else if (c.architecture == Architecture::kQwen2Moe ||
+             c.architecture == Architecture::kQwen3Moe) {
+    LM_RETURN_IF_ERROR(parse_qwen_moe_attention(j, f, origin, window, c));
   } else if (c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3) {
     // Qwen2 always has q/k/v biases; Qwen3 has q/k norms and biases only when it says so.
     c.attention_bias = c.architecture == Architecture::kQwen2;
@@ -513,12 +644,15 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
     if (attention_bias || mlp_bias) {
       return Error{origin + ": attention_bias/mlp_bias on " + arch + " is not supported"};
     }
-    // Mistral: every layer (Mistral-7B-v0.1's 4096), whatever layer_types says (transformers
-    // ignores it there); Llama has no window.
+    // Mistral and Mixtral: every layer (Mistral-7B-v0.1's 4096), whatever layer_types says
+    // (transformers ignores it there); Llama has no window.
     LM_RETURN_IF_ERROR(parse_layer_windows(
-        j, f, origin, c.architecture == Architecture::kMistral ? window : std::nullopt,
+        j, f, origin, c.architecture == Architecture::kLlama ? std::nullopt : window,
         [](int64_t) { return true; }, c, /*reads_layer_types=*/false));
   }
+  if (c.architecture == Architecture::kMixtral || c.architecture == Architecture::kQwen2Moe ||
+      c.architecture == Architecture::kQwen3Moe)
+    LM_RETURN_IF_ERROR(parse_moe(j, f, origin, c));
   LM_RETURN_IF_ERROR(finish_longrope(f, origin, c));
   LM_RETURN_IF_ERROR(parse_activation(f, origin, c));
   LM_ASSIGN_OR_RETURN(auto bos, f.opt_int("bos_token_id"));
@@ -559,6 +693,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   } else if (*arch == "qwen3") {
     c.architecture = Architecture::kQwen3;
     c.qk_norm = true;
+  } else if (*arch == "qwen2moe") {
+    c.architecture = Architecture::kQwen2Moe;
+    c.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  } else if (*arch == "qwen3moe") {
+    c.architecture = Architecture::kQwen3Moe;
+    c.qk_norm = true;
   } else if (*arch == "gemma" || *arch == "gemma2" || *arch == "gemma3") {
     // llama.cpp's converter already stored the norms as 1 + w.
     c.architecture = *arch == "gemma"    ? Architecture::kGemma
@@ -570,7 +710,8 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
     c.qk_norm = *arch == "gemma3";
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
-                 "' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3)"};
+                 "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
+                 "gemma3)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {
@@ -611,6 +752,7 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   }
   if (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)
     LM_RETURN_IF_ERROR(gemma_from_gguf(gguf, p, c));
+  LM_RETURN_IF_ERROR(moe_from_gguf(gguf, p, c));
   LM_ASSIGN_OR_RETURN(auto tokens, gguf.get_string_array("tokenizer.ggml.tokens"));
   LM_ASSIGN_OR_RETURN(auto vocab, gguf.get_int(p + "vocab_size"));
   c.vocab_size = vocab.value_or(static_cast<int64_t>(tokens.size()));

@@ -13,7 +13,19 @@ namespace lm {
 
 class GgufFile;
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kGemma, kGemma2, kGemma3, kPhi3 };
+enum class Architecture {
+  kLlama,
+  kMistral,
+  kMixtral,
+  kQwen2,
+  kQwen2Moe,
+  kQwen3,
+  kQwen3Moe,
+  kGemma,
+  kGemma2,
+  kGemma3,
+  kPhi3
+};
 
 // The gate's activation in the gated MLP: SwiGLU (Llama) or GeGLU with tanh-approximated GELU
 // (Gemma's gelu_pytorch_tanh).
@@ -37,6 +49,21 @@ struct RopeConfig {
   std::vector<double> short_factor, long_factor;
   std::optional<double> attention_factor;
   RopeLayout layout = RopeLayout::kNeox;
+};
+
+// A sparse mixture of experts in place of the MLP (Mixtral, Qwen2-MoE, Qwen3-MoE): a router
+// picks num_experts_per_tok of num_experts SwiGLU experts per token and sums their outputs
+// weighted by the softmax of its logits over all experts, renormalized over the chosen ones when
+// norm_topk_prob; Qwen2-MoE adds a shared expert gated by sigmoid(x . shared_expert_gate).
+struct MoeConfig {
+  int64_t num_experts = 0;  // 0: every layer has the dense MLP
+  int64_t num_experts_per_tok = 0;
+  int64_t expert_intermediate_size = 0;         // each expert's MLP width
+  int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  bool norm_topk_prob = true;
+  // Per layer: true where the MoE block replaces the dense MLP (Qwen's decoder_sparse_step and
+  // mlp_only_layers leave some layers dense).
+  std::vector<bool> sparse_layers;
 };
 
 struct ModelConfig {
@@ -74,6 +101,7 @@ struct ModelConfig {
   // Per layer: 0 where it attends to every earlier position, else its sliding window w (a token
   // at position p sees [p - w + 1, p]), as transformers' layer_types decide.
   std::vector<int64_t> layer_sliding_windows;
+  MoeConfig moe;
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // generation_config's list when it has one
 
@@ -85,6 +113,9 @@ struct ModelConfig {
   }
   int64_t sliding_window_of(int64_t layer) const {
     return layer_sliding_windows.empty() ? 0 : layer_sliding_windows[static_cast<size_t>(layer)];
+  }
+  bool is_sparse_layer(int64_t layer) const {
+    return !moe.sparse_layers.empty() && moe.sparse_layers[static_cast<size_t>(layer)];
   }
   int64_t max_context() const {
     return rope.type == RopeType::kDynamic ? kUnboundedContext : max_position_embeddings;

@@ -13,11 +13,8 @@ namespace {
 template <typename Weights>
 auto matrices(Weights& w) {
   std::vector<decltype(&w.embed_tokens)> out{&w.embed_tokens};
-  for (auto& l : w.layers) {
-    for (auto* t :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      out.push_back(t);
-  }
+  for (auto& l : w.layers)
+    for (auto* t : l.linears()) out.push_back(t);
   if (w.lm_head.data != w.embed_tokens.data) out.push_back(&w.lm_head);
   return out;
 }
@@ -26,7 +23,9 @@ int64_t fp32_vector_bytes(const LlamaWeights& w) {
   size_t floats = w.norm.size() + w.rope_freq_factors.size();
   for (const LlamaLayerWeights& l : w.layers) {
     floats += l.input_layernorm.size() + l.post_attention_layernorm.size() + l.q_bias.size() +
-              l.k_bias.size() + l.v_bias.size();
+              l.k_bias.size() + l.v_bias.size() + l.q_norm.size() + l.k_norm.size() +
+              l.attn_output_norm.size() + l.mlp_output_norm.size() +
+              l.moe.shared_expert_gate.size();
   }
   return static_cast<int64_t>(floats * sizeof(float));
 }

@@ -184,6 +184,16 @@ TEST(BatchedForwardInt8, MixedBatchGivesTheBitsOfEachSequenceAlone) {
   check_mixed_batch(**loaded, /*same_bits=*/true);
 }
 
+// The same for a MoE model: a token's experts run over whichever tokens chose them in the step,
+// and its result must not depend on them (kernels/cpu row-independent GEMMs, per-token sums in
+// expert order). Quantized expert stacks (scripts/fixtures/make_kquant_checkpoint.py).
+TEST(BatchedForwardInt8, MoeMixedBatchGivesTheBitsOfEachSequenceAlone) {
+  auto loaded = LlamaModel::load((kTestModels / "kquant-gguf" / "model-moe.gguf").string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
+  (*loaded)->set_int8_activations(true);
+  check_mixed_batch(**loaded, /*same_bits=*/true);
+}
+
 TEST_P(BatchedForward, LogitsOnlyForTheRequestedRows) {
   auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
