@@ -20,6 +20,11 @@ constexpr const char* kLlama3Split =
 constexpr const char* kQwen2Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen3.5's: Qwen2's with combining marks (\p{M}) kept inside words, so decomposed accents stay
+// with their letter. Its tokenizer.json has no NFC normalizer, unlike Qwen2's.
+constexpr const char* kQwen35Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Split(regex, Isolated) then ByteLevel without its own regex.
 Result<std::unique_ptr<PreTokenizer>> split_then_bytes(const char* pattern) {
   LM_ASSIGN_OR_RETURN(auto regex, Regex::compile(pattern));
@@ -55,13 +60,17 @@ Result<bool> byte_level_pipeline(const std::string& pre, TokenizerParts& parts,
     LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, split_then_bytes(kQwen2Split));
     return false;
   }
+  if (pre == "qwen35") {
+    LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, split_then_bytes(kQwen35Split));
+    return false;
+  }
   if (pre == "gpt-2" || pre == "gpt2" || pre == "default" || pre.empty()) {
     LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, byte_level_with_regex());
     return false;
   }
   return Error{"GGUF tokenizer.ggml.pre '" + pre +
                "' is not supported for a byte-level vocabulary (supported: smollm, llama-bpe, "
-               "qwen2, gpt-2, default)"};
+               "qwen2, qwen35, gpt-2, default)"};
 }
 
 // Merges implied by a SentencePiece vocabulary, in the order of transformers' generate_merges:

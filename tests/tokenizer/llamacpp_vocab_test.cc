@@ -2,7 +2,8 @@
 // pinned llama-cpp-python sdist; test-tokenizer-0's format: cases separated by
 // "\n__ggml_vocab_test__\n", one line of ids per case) through our tokenizer built from the same
 // vocab-only GGUF, without special tokens as that test tokenizes. The vocabularies of the
-// architectures we serve beside Llama: Qwen2/2.5/3 (byte-level BPE) and Phi-3 (SentencePiece).
+// architectures we serve beside Llama: Qwen2/2.5/3 and Qwen3.5 (byte-level BPE) and Phi-3
+// (SentencePiece).
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -68,7 +69,7 @@ TEST_P(LlamaCppVocab, EncodesTheTestVectorsAsLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, LlamaCppVocab,
-                         testing::Values("qwen2", "phi-3", "llama-bpe", "llama-spm"),
+                         testing::Values("qwen2", "qwen35", "phi-3", "llama-bpe", "llama-spm"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name)
