@@ -1,7 +1,8 @@
 // Tokenizer::from_gguf_vocab: the pipeline a GGUF vocabulary implies, matching the model's real
 // tokenizer.json (and scripts/fixtures/hf_tokenizer_from_gguf.py, which writes it out):
 // "gpt2" = byte-level BPE with the split regex chosen by `pre`; "llama" = SentencePiece-style BPE
-// with merges rebuilt from the scores, byte fallback and a "▁" prefix.
+// with merges rebuilt from the scores, byte fallback and a "▁" prefix; "gemma4" = the same
+// SentencePiece-style BPE with its merges stored (tokenizer.ggml.merges) and no "▁" prefix.
 #include <algorithm>
 
 #include "base/utf8.h"
@@ -19,6 +20,11 @@ constexpr const char* kLlama3Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Qwen3.5's: Qwen2's with combining marks (\p{M}) kept inside words, so decomposed accents stay
+// with their letter. Its tokenizer.json has no NFC normalizer, unlike Qwen2's.
+constexpr const char* kQwen35Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // Split(regex, Isolated) then ByteLevel without its own regex.
 Result<std::unique_ptr<PreTokenizer>> split_then_bytes(const char* pattern) {
@@ -55,13 +61,17 @@ Result<bool> byte_level_pipeline(const std::string& pre, TokenizerParts& parts,
     LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, split_then_bytes(kQwen2Split));
     return false;
   }
+  if (pre == "qwen35") {
+    LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, split_then_bytes(kQwen35Split));
+    return false;
+  }
   if (pre == "gpt-2" || pre == "gpt2" || pre == "default" || pre.empty()) {
     LM_ASSIGN_OR_RETURN(parts.pre_tokenizer, byte_level_with_regex());
     return false;
   }
   return Error{"GGUF tokenizer.ggml.pre '" + pre +
                "' is not supported for a byte-level vocabulary (supported: smollm, llama-bpe, "
-               "qwen2, gpt-2, default)"};
+               "qwen2, qwen35, gpt-2, default)"};
 }
 
 // Merges implied by a SentencePiece vocabulary, in the order of transformers' generate_merges:
@@ -111,6 +121,41 @@ std::vector<std::pair<std::string, std::string>> merges_from_scores(
   return merges;
 }
 
+// tokenizer.ggml.merges as (left, right) pairs; no token of these vocabularies holds a space.
+Result<std::vector<std::pair<std::string, std::string>>> parse_merges(
+    const std::vector<std::string>& lines) {
+  std::vector<std::pair<std::string, std::string>> merges;
+  merges.reserve(lines.size());
+  for (const std::string& m : lines) {
+    const size_t space = m.find(' ');
+    if (space == std::string::npos) {
+      return Error{"GGUF tokenizer.ggml.merges entry '" + m + "' is not two tokens"};
+    }
+    merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+  return merges;
+}
+
+// SentencePiece-style BPE over raw UTF-8: spaces become "▁" (after a "▁" prefix when
+// add_space_prefix), characters missing from the vocabulary fall back to <0xXX> tokens, and the
+// decoder undoes both. No pre-tokenizer: merges run over the whole normalized text.
+void sentencepiece_pipeline(const GgufVocab& vocab, bool add_space_prefix, TokenizerParts& parts,
+                            BpeOptions& options) {
+  std::vector<std::unique_ptr<Normalizer>> norms;
+  if (add_space_prefix) norms.emplace_back(new PrependNormalizer(kSentencePieceSpace));
+  norms.emplace_back(new ReplaceNormalizer(" ", nullptr, kSentencePieceSpace));
+  parts.normalizer.reset(new SequenceNormalizer(std::move(norms)));
+  if (vocab.unk_id) options.unk_token = vocab.tokens[*vocab.unk_id];
+  options.byte_fallback = true;
+  options.fuse_unk = true;
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  decoders.emplace_back(new ReplaceDecoder(kSentencePieceSpace, " "));
+  decoders.emplace_back(new ByteFallbackDecoder());
+  decoders.emplace_back(new FuseDecoder());
+  if (add_space_prefix) decoders.emplace_back(new StripDecoder(" ", 1, 0));
+  parts.decoder.reset(new SequenceDecoder(std::move(decoders)));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& vocab) {
@@ -134,17 +179,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& v
   BpeOptions options;
   std::vector<std::pair<std::string, std::string>> merges;
   bool default_add_bos = false;
+  bool force_add_bos = false;
   const bool spm = vocab.model == "llama";
   if (vocab.model == "gpt2") {
     LM_ASSIGN_OR_RETURN(default_add_bos, byte_level_pipeline(vocab.pre, *parts, options));
-    merges.reserve(vocab.merges.size());
-    for (const std::string& m : vocab.merges) {
-      const size_t space = m.find(' ');
-      if (space == std::string::npos) {
-        return Error{"GGUF tokenizer.ggml.merges entry '" + m + "' is not two tokens"};
-      }
-      merges.emplace_back(m.substr(0, space), m.substr(space + 1));
-    }
+    LM_ASSIGN_OR_RETURN(merges, parse_merges(vocab.merges));
     parts->decoder.reset(new ByteLevelDecoder());
   } else if (spm) {
     if (vocab.scores.size() != tokens.size()) {
@@ -152,24 +191,22 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& v
           "GGUF tokenizer.ggml.scores must have one score per token for a 'llama' vocabulary"};
     }
     default_add_bos = true;
-    const bool add_space_prefix = vocab.add_space_prefix.value_or(true);
-    std::vector<std::unique_ptr<Normalizer>> norms;
-    if (add_space_prefix) norms.emplace_back(new PrependNormalizer(kSentencePieceSpace));
-    norms.emplace_back(new ReplaceNormalizer(" ", nullptr, kSentencePieceSpace));
-    parts->normalizer.reset(new SequenceNormalizer(std::move(norms)));
+    sentencepiece_pipeline(vocab, vocab.add_space_prefix.value_or(true), *parts, options);
     merges = merges_from_scores(tokens, vocab.scores);
-    if (vocab.unk_id) options.unk_token = tokens[*vocab.unk_id];
-    options.byte_fallback = true;
-    options.fuse_unk = true;
-    std::vector<std::unique_ptr<Decoder>> decoders;
-    decoders.emplace_back(new ReplaceDecoder(kSentencePieceSpace, " "));
-    decoders.emplace_back(new ByteFallbackDecoder());
-    decoders.emplace_back(new FuseDecoder());
-    if (add_space_prefix) decoders.emplace_back(new StripDecoder(" ", 1, 0));
-    parts->decoder.reset(new SequenceDecoder(std::move(decoders)));
+  } else if (vocab.model == "gemma4") {
+    // Gemma 4's tokenizer.json (transformers' GemmaTokenizer): spaces to "▁" with no prefix, BPE
+    // with its own merges, byte fallback; its Split(" ") pre-tokenizer sees no space left.
+    if (vocab.merges.empty()) {
+      return Error{"GGUF tokenizer.ggml.merges is missing for a 'gemma4' vocabulary"};
+    }
+    sentencepiece_pipeline(vocab, /*add_space_prefix=*/false, *parts, options);
+    LM_ASSIGN_OR_RETURN(merges, parse_merges(vocab.merges));
+    // NOTE: Gemma 4 always starts with <bos>; some converted files say add_bos_token false, which
+    // llama.cpp overrides too.
+    force_add_bos = true;
   } else {
     return Error{"GGUF tokenizer.ggml.model '" + vocab.model +
-                 "' is not supported (supported: gpt2, llama)"};
+                 "' is not supported (supported: gpt2, llama, gemma4)"};
   }
   auto model = BpeModel::create(std::move(ids), merges, std::move(options));
   if (!model.ok()) return Error{"GGUF vocabulary: " + model.error().message};
@@ -186,7 +223,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& v
       parts->added_tokens.push_back(std::move(token));
     }
   }
-  const bool add_bos = vocab.add_bos.value_or(default_add_bos);
+  const bool add_bos = force_add_bos || vocab.add_bos.value_or(default_add_bos);
   const bool add_eos = vocab.add_eos.value_or(false);
   if (add_bos && vocab.bos_id) parts->prefix_ids.push_back(*vocab.bos_id);
   if (add_eos && vocab.eos_id) parts->suffix_ids.push_back(*vocab.eos_id);

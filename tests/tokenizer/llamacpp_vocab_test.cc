@@ -2,7 +2,8 @@
 // pinned llama-cpp-python sdist; test-tokenizer-0's format: cases separated by
 // "\n__ggml_vocab_test__\n", one line of ids per case) through our tokenizer built from the same
 // vocab-only GGUF, without special tokens as that test tokenizes. The vocabularies of the
-// architectures we serve beside Llama: Qwen2/2.5/3 (byte-level BPE) and Phi-3 (SentencePiece).
+// architectures we serve beside Llama: Qwen2/2.5/3 and Qwen3.5 (byte-level BPE) and Phi-3
+// (SentencePiece).
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -17,6 +18,7 @@
 namespace lm {
 namespace {
 
+// The last case may lack its separator (gemma-4's .inp ends that way; its .out has a line for it).
 std::vector<std::string> split_cases(const std::string& text) {
   const std::string separator = "\n__ggml_vocab_test__\n";
   std::vector<std::string> cases;
@@ -24,6 +26,7 @@ std::vector<std::string> split_cases(const std::string& text) {
   for (size_t at; (at = text.find(separator, begin)) != std::string::npos;
        begin = at + separator.size())
     cases.push_back(text.substr(begin, at - begin));
+  if (begin < text.size()) cases.push_back(text.substr(begin));
   return cases;
 }
 
@@ -68,7 +71,8 @@ TEST_P(LlamaCppVocab, EncodesTheTestVectorsAsLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, LlamaCppVocab,
-                         testing::Values("qwen2", "phi-3", "llama-bpe", "llama-spm"),
+                         testing::Values("qwen2", "qwen35", "phi-3", "gemma-4", "llama-bpe",
+                                         "llama-spm"),
                          [](const auto& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name)
