@@ -23,10 +23,17 @@ std::vector<std::string> metadata_files(const std::vector<std::string>& repo_fil
   static constexpr std::string_view kMetadata[] = {
       "config.json",           "generation_config.json",  "tokenizer.json",
       "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-      "chat_template.json"};
+      "chat_template.json",    "chat_template.jinja"};
   std::vector<std::string> out;
   for (std::string_view name : kMetadata) {
     if (contains(repo_files, name)) out.emplace_back(name);
+  }
+  // transformers' named templates: additional_chat_templates/<name>.jinja (one level only).
+  constexpr std::string_view kTemplateDir = "additional_chat_templates/";
+  for (const std::string& name : repo_files) {
+    if (name.starts_with(kTemplateDir) && ends_with(name, ".jinja") &&
+        name.find('/', kTemplateDir.size()) == std::string::npos)
+      out.push_back(name);
   }
   return out;
 }

@@ -21,6 +21,9 @@ struct GgufVocab {
   std::optional<int32_t> bos_id, eos_id, eot_id, unk_id, pad_id;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
   std::string chat_template;  // tokenizer.chat_template, empty when absent
+  // tokenizer.chat_template.tool_use: the named template llama.cpp's converter writes from a
+  // tokenizer_config.json list (empty when absent).
+  std::string tool_use_template;
 };
 
 }  // namespace lm

@@ -230,6 +230,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf_vocab(const GgufVocab& v
   parts->bos_id = vocab.bos_id;
   parts->eos_id = vocab.eos_id;
   parts->chat_template = vocab.chat_template;
+  parts->tool_use_template = vocab.tool_use_template;
   return from_parts(std::move(parts));
 }
 

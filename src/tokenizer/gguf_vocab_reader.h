@@ -84,6 +84,8 @@ Result<GgufVocab> read_gguf_vocab(const M& gguf) {
   LM_ASSIGN_OR_RETURN(vocab.add_space_prefix, gguf.get_bool("tokenizer.ggml.add_space_prefix"));
   LM_ASSIGN_OR_RETURN(auto tmpl, gguf.get_string("tokenizer.chat_template"));
   vocab.chat_template = tmpl.value_or("");
+  LM_ASSIGN_OR_RETURN(auto tool_use, gguf.get_string("tokenizer.chat_template.tool_use"));
+  vocab.tool_use_template = tool_use.value_or("");
   return vocab;
 }
 

@@ -25,7 +25,9 @@ Result<TokenizerConfig> read_tokenizer_config(const std::string& path);
 // The text of a model folder's tokenizer_config.json ("" when absent) as transformers serves
 // it: when chat_template.json ({"chat_template": ...}, the file newer Hub repositories ship) is
 // beside it, its template replaces the config's, as a transformers processor loads it over the
-// tokenizer's (and TGI reads the processor's template first). Other keys stay.
+// tokenizer's (and TGI reads the processor's template first); chat_template.jinja and
+// additional_chat_templates/<name>.jinja (transformers' raw template files) replace both. Other
+// keys stay.
 Result<std::string> read_model_tokenizer_config(const std::string& dir);
 
 }  // namespace lm

@@ -13,6 +13,16 @@ TEST(FileSelection, MetadataFilesThatExist) {
             (Names{"config.json", "tokenizer.json", "special_tokens_map.json", "tokenizer.model"}));
 }
 
+// transformers' raw template files: chat_template.jinja and additional_chat_templates/<name>.jinja.
+TEST(FileSelection, ChatTemplateFiles) {
+  EXPECT_EQ(
+      metadata_files({"config.json", "chat_template.jinja",
+                      "additional_chat_templates/tool_use.jinja",
+                      "additional_chat_templates/README.md", "additional_chat_templates/a/b.jinja",
+                      "other/x.jinja"}),
+      (Names{"config.json", "chat_template.jinja", "additional_chat_templates/tool_use.jinja"}));
+}
+
 TEST(FileSelection, TgiWeightFilter) {
   EXPECT_TRUE(is_weight_file("model.safetensors", ".safetensors"));
   EXPECT_TRUE(is_weight_file("model-00001-of-00002.safetensors", ".safetensors"));

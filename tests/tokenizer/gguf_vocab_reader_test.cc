@@ -71,6 +71,7 @@ TEST(GgufVocabReader, ReadsEveryField) {
   m.values["tokenizer.ggml.eos_token_id"] = int64_t{2};
   m.values["tokenizer.ggml.add_bos_token"] = true;
   m.values["tokenizer.chat_template"] = std::string("{{ messages }}");
+  m.values["tokenizer.chat_template.tool_use"] = std::string("{{ tools }}");
   auto vocab = read_gguf_vocab(m);
   ASSERT_TRUE(vocab.ok()) << vocab.error().message;
   EXPECT_EQ(vocab->model, "llama");
@@ -85,6 +86,7 @@ TEST(GgufVocabReader, ReadsEveryField) {
   EXPECT_EQ(vocab->add_bos, true);
   EXPECT_FALSE(vocab->add_eos.has_value());
   EXPECT_EQ(vocab->chat_template, "{{ messages }}");
+  EXPECT_EQ(vocab->tool_use_template, "{{ tools }}");
 }
 
 TEST(GgufVocabReader, MissingOptionalKeysTakeTheirDefaults) {
@@ -93,6 +95,7 @@ TEST(GgufVocabReader, MissingOptionalKeysTakeTheirDefaults) {
   EXPECT_EQ(vocab->pre, "default");
   EXPECT_TRUE(vocab->scores.empty());
   EXPECT_TRUE(vocab->chat_template.empty());
+  EXPECT_TRUE(vocab->tool_use_template.empty());
 }
 
 TEST(GgufVocabReader, RejectsMissingModelAndTokens) {

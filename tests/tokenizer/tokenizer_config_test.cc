@@ -87,6 +87,32 @@ TEST(TokenizerConfig, ChatTemplateJsonAloneOrNeither) {
   EXPECT_EQ(parse(*read_model_tokenizer_config(plain.path())).chat_template, "C");
 }
 
+// transformers' raw files (chat_template.jinja, additional_chat_templates/*.jinja) replace every
+// template of tokenizer_config.json and chat_template.json; a lone default is a plain string.
+TEST(TokenizerConfig, JinjaTemplateFilesReplaceTheOthers) {
+  ModelDir dir;
+  dir.write("tokenizer_config.json",
+            R"({"chat_template": [{"name": "default", "template": "OLD"},
+                                  {"name": "tool_use", "template": "OLD-T"}],
+                "eos_token": "</s>"})");
+  dir.write("chat_template.json", R"({"chat_template": "JSON"})");
+  dir.write("chat_template.jinja", "{{ 'JINJA' }}");
+  auto text = read_model_tokenizer_config(dir.path());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  TokenizerConfig c = parse(*text);
+  EXPECT_EQ(c.chat_template, "{{ 'JINJA' }}");
+  EXPECT_EQ(c.tool_use_template, "");
+  EXPECT_EQ(c.eos_token, "</s>");
+  fs::create_directories(fs::path(dir.path()) / "additional_chat_templates");
+  dir.write("additional_chat_templates/tool_use.jinja", "{{ tools }}");
+  dir.write("additional_chat_templates/notes.txt", "not a template");
+  text = read_model_tokenizer_config(dir.path());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  c = parse(*text);
+  EXPECT_EQ(c.chat_template, "{{ 'JINJA' }}");
+  EXPECT_EQ(c.tool_use_template, "{{ tools }}");
+}
+
 TEST(TokenizerConfig, AMalformedChatTemplateJsonIsNamed) {
   ModelDir dir;
   dir.write("chat_template.json", R"({"template": "x"})");
