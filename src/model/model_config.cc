@@ -402,6 +402,57 @@ Status gemma_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& 
   return {};
 }
 
+// Phi-3 from GGUF as llama.cpp's converter (Phi3MiniModel) writes it: attn_qkv / ffn_up fused as
+// in the HF checkpoint, rope.dimension_count for partial rotary (read by the caller), the window
+// on every layer (0: none), and LongRoPE as the rope_factors_long / rope_factors_short tensors
+// with rope.scaling.attn_factor and rope.scaling.original_context_length.
+// NOTE llama.cpp picks the long or short factors once, by the context size it was started with,
+// and currently ignores Phi-3's window; we keep transformers' rules (the reference): the window
+// applies, and the long factors serve a forward that reaches past the trained length, per
+// sequence, as for the HF folder.
+Status phi3_from_gguf(const GgufFile& gguf, const std::string& p,
+                      const std::optional<std::string>& scaling, ModelConfig& c) {
+  c.fused_projections = true;
+  LM_ASSIGN_OR_RETURN(auto window, gguf.get_int(p + "attention.sliding_window"));
+  if (c.num_hidden_layers >= 1 && c.num_hidden_layers <= 1024) {  // else validate() says why
+    set_layer_windows(c, window && *window > 0 ? window : std::nullopt,
+                      [](int64_t) { return true; });
+  }
+  const GgufTensorInfo* long_factors = gguf.find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_factors = gguf.find_tensor("rope_factors_short.weight");
+  if (long_factors == nullptr && short_factors == nullptr) {
+    if (scaling == "longrope")
+      return Error{gguf.path() + ": longrope needs the rope_factors_long/short.weight tensors"};
+    return {};
+  }
+  const auto half = static_cast<int64_t>(c.rotary_dims() / 2);
+  const auto read = [&](const GgufTensorInfo* info, const char* name,
+                        std::vector<double>* to) -> Status {
+    if (info == nullptr || info->dtype != DType::kF32 || info->shape != Shape{half}) {
+      return Error{gguf.path() + ": tensor '" + name + "' is missing or not F32 [" +
+                   std::to_string(half) + "] (rotary dims / 2)"};
+    }
+    const Tensor t = gguf.tensor(*info);
+    const auto* values = static_cast<const float*>(t.data);
+    to->assign(values, values + half);
+    return {};
+  };
+  c.rope.type = RopeType::kLongRope;
+  LM_RETURN_IF_ERROR(read(long_factors, "rope_factors_long.weight", &c.rope.long_factor));
+  LM_RETURN_IF_ERROR(read(short_factors, "rope_factors_short.weight", &c.rope.short_factor));
+  // llama.cpp's defaults: the trained length is context_length, the attention factor 1 (the
+  // converter writes both).
+  LM_ASSIGN_OR_RETURN(auto original, gguf.get_int(p + "rope.scaling.original_context_length"));
+  c.rope.original_max_position_embeddings = original.value_or(c.max_position_embeddings);
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{gguf.path() + ": rope.scaling.original_context_length must be positive"};
+  LM_ASSIGN_OR_RETURN(auto attn_factor, gguf.get_float(p + "rope.scaling.attn_factor"));
+  c.rope.attention_factor = attn_factor.value_or(1.0);
+  c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                  static_cast<double>(c.rope.original_max_position_embeddings);
+  return {};
+}
+
 }  // namespace
 
 std::string supported_architectures() {
@@ -568,9 +619,11 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
     c.mlp_activation = MlpActivation::kGeluTanh;
     c.sandwich_norms = *arch != "gemma";
     c.qk_norm = *arch == "gemma3";
+  } else if (*arch == "phi3") {
+    c.architecture = Architecture::kPhi3;  // NeoX RoPE: the converter leaves Q/K rows as they are
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
-                 "' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3)"};
+                 "' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {
@@ -589,9 +642,14 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   c.head_dim = key_length.value_or(c.hidden_size / c.num_attention_heads);
   LM_ASSIGN_OR_RETURN(auto rope_dims, gguf.get_int(p + "rope.dimension_count"));
   if (rope_dims && *rope_dims != c.head_dim) {
-    return Error{origin + ": rope.dimension_count " + std::to_string(*rope_dims) +
-                 " differs from the head size " + std::to_string(c.head_dim) +
-                 " (partial rotary from GGUF is not supported)"};
+    // Partial rotary (Phi-4-mini): the leading rope.dimension_count elements of each head.
+    if (c.architecture != Architecture::kPhi3 || *rope_dims < 2 || *rope_dims > c.head_dim ||
+        *rope_dims % 2 != 0) {
+      return Error{origin + ": rope.dimension_count " + std::to_string(*rope_dims) +
+                   " differs from the head size " + std::to_string(c.head_dim) +
+                   " (partial rotary from GGUF is supported for phi3, by an even count)"};
+    }
+    c.rotary_dim = *rope_dims;
   }
   LM_ASSIGN_OR_RETURN(auto ctx, gguf.get_int(p + "context_length"));
   c.max_position_embeddings = ctx.value_or(2048);
@@ -600,15 +658,17 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   LM_ASSIGN_OR_RETURN(auto theta, gguf.get_float(p + "rope.freq_base"));
   c.rope.theta = theta.value_or(10000.0);
   LM_ASSIGN_OR_RETURN(auto scaling, gguf.get_string(p + "rope.scaling.type"));
-  if (scaling && *scaling != "none") {
+  const bool phi3 = c.architecture == Architecture::kPhi3;
+  if (scaling && *scaling != "none" && !(phi3 && *scaling == "longrope")) {
     if (*scaling != "linear") {
       return Error{origin + ": unsupported rope.scaling.type '" + *scaling +
-                   "' (supported: none, linear)"};
+                   "' (supported: none, linear; longrope for phi3)"};
     }
     c.rope.type = RopeType::kLinear;
     LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
     c.rope.factor = factor.value_or(1.0);
   }
+  if (phi3) LM_RETURN_IF_ERROR(phi3_from_gguf(gguf, p, scaling, c));
   if (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)
     LM_RETURN_IF_ERROR(gemma_from_gguf(gguf, p, c));
   LM_ASSIGN_OR_RETURN(auto tokens, gguf.get_string_array("tokenizer.ggml.tokens"));
@@ -640,6 +700,7 @@ void override_rope_scaling(ModelConfig& c, const RopeScalingOverride& rope) {
   c.rope.original_max_position_embeddings = 0;
   c.rope.low_freq_factor = 1.0;
   c.rope.high_freq_factor = 4.0;
+  c.rope.attention_factor.reset();
 }
 
 }  // namespace lm

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/gguf_file.h"
 #include "model/rope_frequencies.h"
 
 namespace lm {
@@ -300,6 +301,45 @@ TEST(ModelConfig, RejectsWrongTypesAndValues) {
   auto r = parse_hf_config("{not json", "x/config.json");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("x/config.json"), std::string::npos);
+}
+
+// The GGUF twins make_tiny_gguf.py writes as llama.cpp's converter does (make fixtures-test).
+ModelConfig twin_config(const std::string& variant) {
+  const std::string dir = std::string(LM_BUILD_ROOT) + "/test-models/" + variant;
+  auto gguf = GgufFile::open(dir + "-gguf/model.gguf");
+  EXPECT_TRUE(gguf.ok()) << gguf.error().message;
+  if (!gguf.ok()) return {};
+  auto c = config_from_gguf(*gguf);
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  return c.ok() ? *c : ModelConfig{};
+}
+
+ModelConfig hf_config(const std::string& variant) {
+  auto c = load_hf_config(std::string(LM_BUILD_ROOT) + "/test-models/" + variant);
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  return c.ok() ? *c : ModelConfig{};
+}
+
+TEST(ModelConfigGguf, Phi3TwinsRotateAsTheirHfFolders) {
+  for (const char* variant : {"phi3", "phi3_longrope", "phi3_partial_rotary"}) {
+    SCOPED_TRACE(variant);
+    const ModelConfig gguf = twin_config(variant), hf = hf_config(variant);
+    EXPECT_EQ(gguf.architecture, Architecture::kPhi3);
+    EXPECT_TRUE(gguf.fused_projections);
+    EXPECT_EQ(gguf.rotary_dims(), hf.rotary_dims());
+    EXPECT_EQ(gguf.layer_sliding_windows, hf.layer_sliding_windows);
+    EXPECT_EQ(gguf.rope.type, hf.rope.type);
+    EXPECT_EQ(gguf.rope.original_max_position_embeddings, hf.rope.original_max_position_embeddings);
+    // Short factors up to the trained length, long ones past it, the same attention factor.
+    for (int64_t length : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{200}}) {
+      const RopeFrequencies a = rope_frequencies(gguf, length), b = rope_frequencies(hf, length);
+      EXPECT_EQ(a.inv_freq, b.inv_freq) << length;
+      EXPECT_FLOAT_EQ(a.attention_scaling, b.attention_scaling) << length;
+    }
+  }
+  EXPECT_EQ(twin_config("phi3_partial_rotary").rotary_dim, 12);  // rope.dimension_count of 16
+  EXPECT_EQ(twin_config("phi3").sliding_window_of(1), 16);
+  EXPECT_EQ(twin_config("phi3_longrope").rope.type, RopeType::kLongRope);
 }
 
 TEST(RopeFrequencies, ScalingTypes) {
