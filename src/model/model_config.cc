@@ -140,6 +140,29 @@ Status validate(const ModelConfig& c, const std::string& origin) {
   return {};
 }
 
+// YaRN's own keys with transformers' defaults (_compute_yarn_parameters): factor is required
+// (null: derived from the context lengths), beta_fast / beta_slow 32 / 1 when missing, null or 0,
+// truncate true, attention_factor else from mscale / mscale_all_dim when both are set.
+Status parse_yarn(const Json& rope, const Fields& f, const std::string& origin, RopeConfig* out) {
+  if (rope.find("factor") == rope.end())
+    return Error{origin + ": yarn rope scaling needs a 'factor'"};
+  if (rope["factor"].is_null()) out->factor = 0;  // derived by finish_yarn
+  LM_ASSIGN_OR_RETURN(out->beta_fast, f.number_or("beta_fast", 0));
+  LM_ASSIGN_OR_RETURN(out->beta_slow, f.number_or("beta_slow", 0));
+  if (out->beta_fast == 0) out->beta_fast = 32;
+  if (out->beta_slow == 0) out->beta_slow = 1;
+  LM_ASSIGN_OR_RETURN(out->mscale, f.number_or("mscale", 0));
+  LM_ASSIGN_OR_RETURN(out->mscale_all_dim, f.number_or("mscale_all_dim", 0));
+  LM_ASSIGN_OR_RETURN(out->truncate, f.bool_or("truncate", true));
+  if (auto it = rope.find("attention_factor"); it != rope.end() && !it->is_null()) {
+    LM_ASSIGN_OR_RETURN(double a, f.number_or("attention_factor", 1.0));
+    out->attention_factor = a;
+  }
+  if (!(out->beta_fast > 0 && out->beta_slow > 0))
+    return Error{origin + ": yarn beta_fast and beta_slow must be positive"};
+  return {};
+}
+
 Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfig* out) {
   if (!rope.is_object()) return Error{origin + ": rope_scaling should be an object or null"};
   Fields f(rope, origin);
@@ -158,9 +181,11 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
     out->type = RopeType::kLlama3;
   } else if (t == "longrope" || t == "su") {
     out->type = RopeType::kLongRope;
+  } else if (t == "yarn") {
+    out->type = RopeType::kYarn;
   } else {
     return Error{origin + ": unsupported rope scaling type '" + t +
-                 "' (supported: linear, dynamic, llama3, longrope)"};
+                 "' (supported: linear, dynamic, llama3, longrope, yarn)"};
   }
   LM_ASSIGN_OR_RETURN(out->theta, f.number_or("rope_theta", out->theta));
   LM_ASSIGN_OR_RETURN(out->factor, f.number_or("factor", 1.0));
@@ -188,6 +213,7 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
     }
     if (rope.find("factor") == rope.end()) out->factor = 0;  // derived from the context lengths
   }
+  if (out->type == RopeType::kYarn) LM_RETURN_IF_ERROR(parse_yarn(rope, f, origin, out));
   return {};
 }
 
@@ -346,6 +372,26 @@ Status finish_longrope(const Fields& f, const std::string& origin, ModelConfig& 
   return {};
 }
 
+// YaRN's trained length as transformers' standardize_rope_params settles it: a top-level
+// original_max_position_embeddings wins, then the rope parameters' own, then
+// max_position_embeddings; a null factor is max / original length.
+Status finish_yarn(const Fields& f, const std::string& origin, ModelConfig& c) {
+  if (c.rope.type != RopeType::kYarn) return {};
+  LM_ASSIGN_OR_RETURN(auto top, f.opt_int("original_max_position_embeddings"));
+  if (top) {
+    c.rope.original_max_position_embeddings = *top;
+  } else if (c.rope.original_max_position_embeddings == 0) {
+    c.rope.original_max_position_embeddings = c.max_position_embeddings;
+  }
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{origin + ": yarn needs original_max_position_embeddings > 0"};
+  if (c.rope.factor == 0) {
+    c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                    static_cast<double>(c.rope.original_max_position_embeddings);
+  }
+  return {};
+}
+
 // Phi-3/3.5/4-mini: fused qkv and gate_up projections, LongRoPE from
 // original_max_position_embeddings, a sliding window over every layer when the config has one.
 Status parse_phi3(const Json& j, const Fields& f, const std::string& origin,
@@ -450,6 +496,36 @@ Status phi3_from_gguf(const GgufFile& gguf, const std::string& p,
   c.rope.attention_factor = attn_factor.value_or(1.0);
   c.rope.factor = static_cast<double>(c.max_position_embeddings) /
                   static_cast<double>(c.rope.original_max_position_embeddings);
+  return {};
+}
+
+// YaRN from GGUF as the converter writes it (rope.scaling.factor, .original_context_length, and
+// HF's beta_fast / beta_slow / attention_factor as yarn_beta_fast / yarn_beta_slow /
+// yarn_attn_factor when the config has them), with llama.cpp's defaults (factor 1, trained
+// length context_length, betas 32 / 1). yarn_log_multiplier is llama.cpp's mscale_all_dim with
+// mscale 1. yarn_ext_factor is not read: transformers has no such parameter (it ignores an HF
+// config's extrapolation_factor, which the converter copies there).
+Status yarn_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  c.rope.type = RopeType::kYarn;
+  LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
+  c.rope.factor = factor.value_or(1.0);
+  LM_ASSIGN_OR_RETURN(auto original, gguf.get_int(p + "rope.scaling.original_context_length"));
+  c.rope.original_max_position_embeddings = original.value_or(c.max_position_embeddings);
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{gguf.path() + ": rope.scaling.original_context_length must be positive"};
+  LM_ASSIGN_OR_RETURN(auto beta_fast, gguf.get_float(p + "rope.scaling.yarn_beta_fast"));
+  LM_ASSIGN_OR_RETURN(auto beta_slow, gguf.get_float(p + "rope.scaling.yarn_beta_slow"));
+  c.rope.beta_fast = beta_fast.value_or(32.0);
+  c.rope.beta_slow = beta_slow.value_or(1.0);
+  if (!(c.rope.beta_fast > 0 && c.rope.beta_slow > 0))
+    return Error{gguf.path() + ": rope.scaling.yarn_beta_fast/slow must be positive"};
+  LM_ASSIGN_OR_RETURN(auto attn_factor, gguf.get_float(p + "rope.scaling.yarn_attn_factor"));
+  if (attn_factor) c.rope.attention_factor = *attn_factor;
+  LM_ASSIGN_OR_RETURN(auto log_mul, gguf.get_float(p + "rope.scaling.yarn_log_multiplier"));
+  if (log_mul && *log_mul != 0) {
+    c.rope.mscale = 1.0;
+    c.rope.mscale_all_dim = *log_mul;
+  }
   return {};
 }
 
@@ -571,6 +647,7 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
         [](int64_t) { return true; }, c, /*reads_layer_types=*/false));
   }
   LM_RETURN_IF_ERROR(finish_longrope(f, origin, c));
+  LM_RETURN_IF_ERROR(finish_yarn(f, origin, c));
   LM_RETURN_IF_ERROR(parse_activation(f, origin, c));
   LM_ASSIGN_OR_RETURN(auto bos, f.opt_int("bos_token_id"));
   if (bos && *bos >= 0 && *bos <= INT32_MAX) c.bos_token_id = static_cast<int32_t>(*bos);
@@ -659,10 +736,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   c.rope.theta = theta.value_or(10000.0);
   LM_ASSIGN_OR_RETURN(auto scaling, gguf.get_string(p + "rope.scaling.type"));
   const bool phi3 = c.architecture == Architecture::kPhi3;
-  if (scaling && *scaling != "none" && !(phi3 && *scaling == "longrope")) {
+  if (scaling == "yarn") {
+    LM_RETURN_IF_ERROR(yarn_from_gguf(gguf, p, c));
+  } else if (scaling && *scaling != "none" && !(phi3 && *scaling == "longrope")) {
     if (*scaling != "linear") {
       return Error{origin + ": unsupported rope.scaling.type '" + *scaling +
-                   "' (supported: none, linear; longrope for phi3)"};
+                   "' (supported: none, linear, yarn; longrope for phi3)"};
     }
     c.rope.type = RopeType::kLinear;
     LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
