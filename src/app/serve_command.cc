@@ -90,6 +90,9 @@ std::string rope_scaling_text(const ModelConfig& c, bool overridden) {
     case RopeType::kLongRope:
       text = "longrope";
       break;
+    case RopeType::kYarn:
+      text = "yarn";
+      break;
   }
   if (c.rope.type != RopeType::kDefault) text += fmt::format(", factor {}", c.rope.factor);
   return text + (overridden ? " (--rope-scaling/--rope-factor)" : " (model config)");

@@ -247,7 +247,9 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
     if (c.is_sparse_layer(i)) {
       LM_ASSIGN_OR_RETURN(l.moe, bind_moe(c, b, naming, i));
     } else if (c.fused_projections) {
-      // Phi-3: gate_up_proj's first half of rows is the gate, the second the up projection.
+      // Phi-3: gate_up_proj's first half of rows is the gate, the second the up projection. The
+      // converter stores it unchanged as ffn_up, and llama.cpp's swiglu takes silu of the first
+      // half: the same order.
       LM_ASSIGN_OR_RETURN(const Tensor gate_up,
                           b.matrix(b.name(hf + "mlp.gate_up_proj.weight", gg + "ffn_up.weight"),
                                    2 * inter, hidden));

@@ -149,6 +149,29 @@ Status validate(const ModelConfig& c, const std::string& origin) {
   return {};
 }
 
+// YaRN's own keys with transformers' defaults (_compute_yarn_parameters): factor is required
+// (null: derived from the context lengths), beta_fast / beta_slow 32 / 1 when missing, null or 0,
+// truncate true, attention_factor else from mscale / mscale_all_dim when both are set.
+Status parse_yarn(const Json& rope, const Fields& f, const std::string& origin, RopeConfig* out) {
+  if (rope.find("factor") == rope.end())
+    return Error{origin + ": yarn rope scaling needs a 'factor'"};
+  if (rope["factor"].is_null()) out->factor = 0;  // derived by finish_yarn
+  LM_ASSIGN_OR_RETURN(out->beta_fast, f.number_or("beta_fast", 0));
+  LM_ASSIGN_OR_RETURN(out->beta_slow, f.number_or("beta_slow", 0));
+  if (out->beta_fast == 0) out->beta_fast = 32;
+  if (out->beta_slow == 0) out->beta_slow = 1;
+  LM_ASSIGN_OR_RETURN(out->mscale, f.number_or("mscale", 0));
+  LM_ASSIGN_OR_RETURN(out->mscale_all_dim, f.number_or("mscale_all_dim", 0));
+  LM_ASSIGN_OR_RETURN(out->truncate, f.bool_or("truncate", true));
+  if (auto it = rope.find("attention_factor"); it != rope.end() && !it->is_null()) {
+    LM_ASSIGN_OR_RETURN(double a, f.number_or("attention_factor", 1.0));
+    out->attention_factor = a;
+  }
+  if (!(out->beta_fast > 0 && out->beta_slow > 0))
+    return Error{origin + ": yarn beta_fast and beta_slow must be positive"};
+  return {};
+}
+
 Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfig* out) {
   if (!rope.is_object()) return Error{origin + ": rope_scaling should be an object or null"};
   Fields f(rope, origin);
@@ -167,9 +190,11 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
     out->type = RopeType::kLlama3;
   } else if (t == "longrope" || t == "su") {
     out->type = RopeType::kLongRope;
+  } else if (t == "yarn") {
+    out->type = RopeType::kYarn;
   } else {
     return Error{origin + ": unsupported rope scaling type '" + t +
-                 "' (supported: linear, dynamic, llama3, longrope)"};
+                 "' (supported: linear, dynamic, llama3, longrope, yarn)"};
   }
   LM_ASSIGN_OR_RETURN(out->theta, f.number_or("rope_theta", out->theta));
   LM_ASSIGN_OR_RETURN(out->factor, f.number_or("factor", 1.0));
@@ -197,6 +222,7 @@ Status parse_rope_scaling(const Json& rope, const std::string& origin, RopeConfi
     }
     if (rope.find("factor") == rope.end()) out->factor = 0;  // derived from the context lengths
   }
+  if (out->type == RopeType::kYarn) LM_RETURN_IF_ERROR(parse_yarn(rope, f, origin, out));
   return {};
 }
 
@@ -351,6 +377,26 @@ Status finish_longrope(const Fields& f, const std::string& origin, ModelConfig& 
   if (c.rope.short_factor.size() != half || c.rope.long_factor.size() != half) {
     return Error{origin + ": longrope short_factor/long_factor need rotary dims / 2 = " +
                  std::to_string(half) + " entries"};
+  }
+  return {};
+}
+
+// YaRN's trained length as transformers' standardize_rope_params settles it: a top-level
+// original_max_position_embeddings wins, then the rope parameters' own, then
+// max_position_embeddings; a null factor is max / original length.
+Status finish_yarn(const Fields& f, const std::string& origin, ModelConfig& c) {
+  if (c.rope.type != RopeType::kYarn) return {};
+  LM_ASSIGN_OR_RETURN(auto top, f.opt_int("original_max_position_embeddings"));
+  if (top) {
+    c.rope.original_max_position_embeddings = *top;
+  } else if (c.rope.original_max_position_embeddings == 0) {
+    c.rope.original_max_position_embeddings = c.max_position_embeddings;
+  }
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{origin + ": yarn needs original_max_position_embeddings > 0"};
+  if (c.rope.factor == 0) {
+    c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                    static_cast<double>(c.rope.original_max_position_embeddings);
   }
   return {};
 }
@@ -519,6 +565,87 @@ Status moe_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& c)
   return {};
 }
 
+// Phi-3 from GGUF as llama.cpp's converter (Phi3MiniModel) writes it: attn_qkv / ffn_up fused as
+// in the HF checkpoint, rope.dimension_count for partial rotary (read by the caller), the window
+// on every layer (0: none), and LongRoPE as the rope_factors_long / rope_factors_short tensors
+// with rope.scaling.attn_factor and rope.scaling.original_context_length.
+// NOTE llama.cpp picks the long or short factors once, by the context size it was started with,
+// and currently ignores Phi-3's window; we keep transformers' rules (the reference): the window
+// applies, and the long factors serve a forward that reaches past the trained length, per
+// sequence, as for the HF folder.
+Status phi3_from_gguf(const GgufFile& gguf, const std::string& p,
+                      const std::optional<std::string>& scaling, ModelConfig& c) {
+  c.fused_projections = true;
+  LM_ASSIGN_OR_RETURN(auto window, gguf.get_int(p + "attention.sliding_window"));
+  if (c.num_hidden_layers >= 1 && c.num_hidden_layers <= 1024) {  // else validate() says why
+    set_layer_windows(c, window && *window > 0 ? window : std::nullopt,
+                      [](int64_t) { return true; });
+  }
+  const GgufTensorInfo* long_factors = gguf.find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_factors = gguf.find_tensor("rope_factors_short.weight");
+  if (long_factors == nullptr && short_factors == nullptr) {
+    if (scaling == "longrope")
+      return Error{gguf.path() + ": longrope needs the rope_factors_long/short.weight tensors"};
+    return {};
+  }
+  const auto half = static_cast<int64_t>(c.rotary_dims() / 2);
+  const auto read = [&](const GgufTensorInfo* info, const char* name,
+                        std::vector<double>* to) -> Status {
+    if (info == nullptr || info->dtype != DType::kF32 || info->shape != Shape{half}) {
+      return Error{gguf.path() + ": tensor '" + name + "' is missing or not F32 [" +
+                   std::to_string(half) + "] (rotary dims / 2)"};
+    }
+    const Tensor t = gguf.tensor(*info);
+    const auto* values = static_cast<const float*>(t.data);
+    to->assign(values, values + half);
+    return {};
+  };
+  c.rope.type = RopeType::kLongRope;
+  LM_RETURN_IF_ERROR(read(long_factors, "rope_factors_long.weight", &c.rope.long_factor));
+  LM_RETURN_IF_ERROR(read(short_factors, "rope_factors_short.weight", &c.rope.short_factor));
+  // llama.cpp's defaults: the trained length is context_length, the attention factor 1 (the
+  // converter writes both).
+  LM_ASSIGN_OR_RETURN(auto original, gguf.get_int(p + "rope.scaling.original_context_length"));
+  c.rope.original_max_position_embeddings = original.value_or(c.max_position_embeddings);
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{gguf.path() + ": rope.scaling.original_context_length must be positive"};
+  LM_ASSIGN_OR_RETURN(auto attn_factor, gguf.get_float(p + "rope.scaling.attn_factor"));
+  c.rope.attention_factor = attn_factor.value_or(1.0);
+  c.rope.factor = static_cast<double>(c.max_position_embeddings) /
+                  static_cast<double>(c.rope.original_max_position_embeddings);
+  return {};
+}
+
+// YaRN from GGUF as the converter writes it (rope.scaling.factor, .original_context_length, and
+// HF's beta_fast / beta_slow / attention_factor as yarn_beta_fast / yarn_beta_slow /
+// yarn_attn_factor when the config has them), with llama.cpp's defaults (factor 1, trained
+// length context_length, betas 32 / 1). yarn_log_multiplier is llama.cpp's mscale_all_dim with
+// mscale 1. yarn_ext_factor is not read: transformers has no such parameter (it ignores an HF
+// config's extrapolation_factor, which the converter copies there).
+Status yarn_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  c.rope.type = RopeType::kYarn;
+  LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
+  c.rope.factor = factor.value_or(1.0);
+  LM_ASSIGN_OR_RETURN(auto original, gguf.get_int(p + "rope.scaling.original_context_length"));
+  c.rope.original_max_position_embeddings = original.value_or(c.max_position_embeddings);
+  if (c.rope.original_max_position_embeddings <= 0)
+    return Error{gguf.path() + ": rope.scaling.original_context_length must be positive"};
+  LM_ASSIGN_OR_RETURN(auto beta_fast, gguf.get_float(p + "rope.scaling.yarn_beta_fast"));
+  LM_ASSIGN_OR_RETURN(auto beta_slow, gguf.get_float(p + "rope.scaling.yarn_beta_slow"));
+  c.rope.beta_fast = beta_fast.value_or(32.0);
+  c.rope.beta_slow = beta_slow.value_or(1.0);
+  if (!(c.rope.beta_fast > 0 && c.rope.beta_slow > 0))
+    return Error{gguf.path() + ": rope.scaling.yarn_beta_fast/slow must be positive"};
+  LM_ASSIGN_OR_RETURN(auto attn_factor, gguf.get_float(p + "rope.scaling.yarn_attn_factor"));
+  if (attn_factor) c.rope.attention_factor = *attn_factor;
+  LM_ASSIGN_OR_RETURN(auto log_mul, gguf.get_float(p + "rope.scaling.yarn_log_multiplier"));
+  if (log_mul && *log_mul != 0) {
+    c.rope.mscale = 1.0;
+    c.rope.mscale_all_dim = *log_mul;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string supported_architectures() {
@@ -654,6 +781,7 @@ Result<ModelConfig> parse_hf_config(const std::string& config_json, const std::s
       c.architecture == Architecture::kQwen3Moe)
     LM_RETURN_IF_ERROR(parse_moe(j, f, origin, c));
   LM_RETURN_IF_ERROR(finish_longrope(f, origin, c));
+  LM_RETURN_IF_ERROR(finish_yarn(f, origin, c));
   LM_RETURN_IF_ERROR(parse_activation(f, origin, c));
   LM_ASSIGN_OR_RETURN(auto bos, f.opt_int("bos_token_id"));
   if (bos && *bos >= 0 && *bos <= INT32_MAX) c.bos_token_id = static_cast<int32_t>(*bos);
@@ -708,10 +836,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
     c.mlp_activation = MlpActivation::kGeluTanh;
     c.sandwich_norms = *arch != "gemma";
     c.qk_norm = *arch == "gemma3";
+  } else if (*arch == "phi3") {
+    c.architecture = Architecture::kPhi3;  // NeoX RoPE: the converter leaves Q/K rows as they are
   } else {
     return Error{origin + ": unsupported GGUF architecture '" + *arch +
                  "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, "
-                 "gemma3)"};
+                 "gemma3, phi3)"};
   }
   const std::string p = *arch + ".";
   auto required = [&](const std::string& key) -> Result<int64_t> {
@@ -730,9 +860,14 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   c.head_dim = key_length.value_or(c.hidden_size / c.num_attention_heads);
   LM_ASSIGN_OR_RETURN(auto rope_dims, gguf.get_int(p + "rope.dimension_count"));
   if (rope_dims && *rope_dims != c.head_dim) {
-    return Error{origin + ": rope.dimension_count " + std::to_string(*rope_dims) +
-                 " differs from the head size " + std::to_string(c.head_dim) +
-                 " (partial rotary from GGUF is not supported)"};
+    // Partial rotary (Phi-4-mini): the leading rope.dimension_count elements of each head.
+    if (c.architecture != Architecture::kPhi3 || *rope_dims < 2 || *rope_dims > c.head_dim ||
+        *rope_dims % 2 != 0) {
+      return Error{origin + ": rope.dimension_count " + std::to_string(*rope_dims) +
+                   " differs from the head size " + std::to_string(c.head_dim) +
+                   " (partial rotary from GGUF is supported for phi3, by an even count)"};
+    }
+    c.rotary_dim = *rope_dims;
   }
   LM_ASSIGN_OR_RETURN(auto ctx, gguf.get_int(p + "context_length"));
   c.max_position_embeddings = ctx.value_or(2048);
@@ -741,15 +876,19 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   LM_ASSIGN_OR_RETURN(auto theta, gguf.get_float(p + "rope.freq_base"));
   c.rope.theta = theta.value_or(10000.0);
   LM_ASSIGN_OR_RETURN(auto scaling, gguf.get_string(p + "rope.scaling.type"));
-  if (scaling && *scaling != "none") {
+  const bool phi3 = c.architecture == Architecture::kPhi3;
+  if (scaling == "yarn") {
+    LM_RETURN_IF_ERROR(yarn_from_gguf(gguf, p, c));
+  } else if (scaling && *scaling != "none" && !(phi3 && *scaling == "longrope")) {
     if (*scaling != "linear") {
       return Error{origin + ": unsupported rope.scaling.type '" + *scaling +
-                   "' (supported: none, linear)"};
+                   "' (supported: none, linear, yarn; longrope for phi3)"};
     }
     c.rope.type = RopeType::kLinear;
     LM_ASSIGN_OR_RETURN(auto factor, gguf.get_float(p + "rope.scaling.factor"));
     c.rope.factor = factor.value_or(1.0);
   }
+  if (phi3) LM_RETURN_IF_ERROR(phi3_from_gguf(gguf, p, scaling, c));
   if (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)
     LM_RETURN_IF_ERROR(gemma_from_gguf(gguf, p, c));
   LM_RETURN_IF_ERROR(moe_from_gguf(gguf, p, c));
@@ -782,6 +921,7 @@ void override_rope_scaling(ModelConfig& c, const RopeScalingOverride& rope) {
   c.rope.original_max_position_embeddings = 0;
   c.rope.low_freq_factor = 1.0;
   c.rope.high_freq_factor = 4.0;
+  c.rope.attention_factor.reset();
 }
 
 }  // namespace lm

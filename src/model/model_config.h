@@ -31,7 +31,7 @@ enum class Architecture {
 // (Gemma's gelu_pytorch_tanh).
 enum class MlpActivation { kSilu, kGeluTanh };
 
-enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kLongRope };
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kLongRope, kYarn };
 
 // How Q/K weight rows pair up dimensions for RoPE. HF checkpoints use rotate_half (NeoX style);
 // llama.cpp's converter permutes Llama Q/K rows so pairs are adjacent (interleaved).
@@ -43,11 +43,17 @@ struct RopeConfig {
   double factor = 1.0;
   double low_freq_factor = 1.0;                  // llama3
   double high_freq_factor = 4.0;                 // llama3
-  int64_t original_max_position_embeddings = 0;  // llama3, longrope (and dynamic when given)
+  int64_t original_max_position_embeddings = 0;  // llama3, longrope, yarn (dynamic when given)
   // longrope (Phi-3 "su"): per-frequency divisors, the long ones once a forward reaches past
   // original_max_position_embeddings; cos/sin scaled by attention_factor (derived when unset).
   std::vector<double> short_factor, long_factor;
-  std::optional<double> attention_factor;
+  std::optional<double> attention_factor;  // longrope, yarn
+  // yarn: frequencies turning more than beta_fast times over the trained length keep their
+  // value, fewer than beta_slow times are divided by factor, a linear ramp between (its ends
+  // rounded outwards when truncate); attention factor from mscale / mscale_all_dim (0: unset).
+  double beta_fast = 32.0, beta_slow = 1.0;
+  double mscale = 0, mscale_all_dim = 0;
+  bool truncate = true;
   RopeLayout layout = RopeLayout::kNeox;
 };
 

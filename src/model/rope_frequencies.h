@@ -15,8 +15,8 @@ struct RopeFrequencies {
 };
 
 // `seq_len` is the length the current forward pass reaches (last position + 1); only dynamic
-// NTK scaling depends on it. `freq_factors` (GGUF's rope_freqs.weight) divides the base
-// frequencies when non-empty.
+// NTK scaling and LongRoPE depend on it (YaRN does not). `freq_factors` (GGUF's rope_freqs.weight)
+// divides the base frequencies when non-empty.
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len,
                                  const std::vector<float>& freq_factors = {});
 // The same for one of the model's RoPE settings (ModelConfig::rope_of(layer)).

@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
+#include "loader/gguf_file.h"
 #include "model/rope_frequencies.h"
 
 namespace lm {
@@ -286,8 +292,8 @@ TEST(ModelConfig, RejectsWrongTypesAndValues) {
   EXPECT_NE(with("eos_token_id", "</s>").find("token id"), std::string::npos);
   EXPECT_NE(with("eos_token_id", 99999).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(with("tie_word_embeddings", 1).find("should be a boolean"), std::string::npos);
-  EXPECT_NE(with("rope_scaling", Json{{"type", "yarn"}, {"factor", 2}})
-                .find("unsupported rope scaling type 'yarn'"),
+  EXPECT_NE(with("rope_scaling", Json{{"type", "ntk-by-parts"}, {"factor", 2}})
+                .find("unsupported rope scaling type 'ntk-by-parts'"),
             std::string::npos);
   EXPECT_NE(with("architectures", Json{"GPT2LMHeadModel"}).find(supported_architectures()),
             std::string::npos);
@@ -299,6 +305,285 @@ TEST(ModelConfig, RejectsWrongTypesAndValues) {
   auto r = parse_hf_config("{not json", "x/config.json");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("x/config.json"), std::string::npos);
+}
+
+TEST(ModelConfig, YarnAsTransformers) {
+  // Qwen2.5-7B-Instruct's 128K setting, as its README tells users to write it.
+  Json j = llama_config();
+  j["architectures"] = {"Qwen2ForCausalLM"};
+  j["max_position_embeddings"] = 32768;
+  j["rope_theta"] = 1e6;
+  j["rope_scaling"] = {
+      {"factor", 4.0}, {"original_max_position_embeddings", 32768}, {"type", "yarn"}};
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.type, RopeType::kYarn);
+  EXPECT_EQ(c->rope.factor, 4.0);
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c->rope.beta_fast, 32.0);
+  EXPECT_EQ(c->rope.beta_slow, 1.0);
+  EXPECT_TRUE(c->rope.truncate);
+  const RopeFrequencies yarn = rope_frequencies(*c, 10);
+  EXPECT_EQ(rope_frequencies(*c, 100000).inv_freq, yarn.inv_freq);  // not length-dependent
+  EXPECT_FLOAT_EQ(yarn.attention_scaling, static_cast<float>(0.1 * std::log(4.0) + 1.0));
+  ModelConfig plain = *c;
+  plain.rope.type = RopeType::kDefault;
+  const std::vector<float> base = rope_frequencies(plain, 10).inv_freq;
+  // head_dim 128, theta 1e6, 32768 trained: the correction range is floor(23.6) .. ceil(39.6);
+  // below it frequencies are kept, above it divided by 4, between a linear blend.
+  ASSERT_EQ(yarn.inv_freq.size(), 64u);
+  EXPECT_EQ(yarn.inv_freq[23], base[23]);
+  EXPECT_NE(yarn.inv_freq[24], base[24]);
+  EXPECT_FLOAT_EQ(yarn.inv_freq[40], base[40] / 4);
+  EXPECT_NE(yarn.inv_freq[39], base[39] / 4);
+  const float ramp = (31.0f - 23.0f) / 17.0f;
+  EXPECT_NEAR(yarn.inv_freq[31], base[31] / 4 * ramp + base[31] * (1 - ramp), 1e-6 * base[31]);
+  // Without truncation the range is [23.6, 39.65]: the same ends, another blend between.
+  j["rope_scaling"]["truncate"] = false;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(rope_frequencies(*c, 10).inv_freq[23], base[23]);
+  const float exact_ramp = (24.0f - 23.596f) / (39.65f - 23.596f);
+  EXPECT_NEAR(rope_frequencies(*c, 10).inv_freq[24],
+              base[24] / 4 * exact_ramp + base[24] * (1 - exact_ramp), 1e-3 * base[24]);
+  EXPECT_NE(rope_frequencies(*c, 10).inv_freq[24], yarn.inv_freq[24]);
+}
+
+TEST(ModelConfig, YarnDefaultsAndAttentionFactor) {
+  // transformers 5's layout; the trained length defaults to max_position_embeddings, a top-level
+  // original_max_position_embeddings wins over the parameters' own, a null factor is derived.
+  Json j = llama_config();
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 2.0}, {"rope_theta", 5e5}};
+  auto c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.type, RopeType::kYarn);
+  EXPECT_EQ(c->rope.theta, 5e5);
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 4096);
+  j["rope_parameters"]["original_max_position_embeddings"] = 2048;
+  j["rope_parameters"]["factor"] = nullptr;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 2048);
+  EXPECT_EQ(c->rope.factor, 2.0);  // 4096 / 2048
+  j["original_max_position_embeddings"] = 1024;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 1024);
+  EXPECT_EQ(c->rope.factor, 4.0);
+  // beta_fast / beta_slow given, 0 meaning the default; mscale over mscale_all_dim (DeepSeek's
+  // form); an explicit attention_factor over both.
+  j["rope_parameters"] = {{"rope_type", "yarn"},
+                          {"factor", 40.0},
+                          {"beta_fast", 0},
+                          {"beta_slow", 2.0},
+                          {"mscale", 1.0},
+                          {"mscale_all_dim", 0.5},
+                          {"original_max_position_embeddings", 4096}};
+  j.erase("original_max_position_embeddings");
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.beta_fast, 32.0);
+  EXPECT_EQ(c->rope.beta_slow, 2.0);
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 1).attention_scaling,
+                  static_cast<float>((0.1 * std::log(40.0) + 1) / (0.05 * std::log(40.0) + 1)));
+  j["rope_parameters"]["attention_factor"] = 0.8;
+  c = parse_hf_config(j.dump(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 1).attention_scaling, 0.8f);
+  // Refusals: no factor at all (transformers raises too), a negative beta.
+  j["rope_parameters"].erase("factor");
+  EXPECT_NE(error_of(j).find("yarn rope scaling needs a 'factor'"), std::string::npos);
+  j["rope_parameters"]["factor"] = 4.0;
+  j["rope_parameters"]["beta_slow"] = -1;
+  EXPECT_NE(error_of(j).find("beta_fast and beta_slow must be positive"), std::string::npos);
+}
+
+// The GGUF twins make_tiny_gguf.py writes as llama.cpp's converter does (make fixtures-test).
+ModelConfig twin_config(const std::string& variant) {
+  const std::string dir = std::string(LM_BUILD_ROOT) + "/test-models/" + variant;
+  auto gguf = GgufFile::open(dir + "-gguf/model.gguf");
+  EXPECT_TRUE(gguf.ok()) << gguf.error().message;
+  if (!gguf.ok()) return {};
+  auto c = config_from_gguf(*gguf);
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  return c.ok() ? *c : ModelConfig{};
+}
+
+ModelConfig hf_config(const std::string& variant) {
+  auto c = load_hf_config(std::string(LM_BUILD_ROOT) + "/test-models/" + variant);
+  EXPECT_TRUE(c.ok()) << c.error().message;
+  return c.ok() ? *c : ModelConfig{};
+}
+
+// A GGUF v3 file with the given metadata and zero-filled F32 tensors (outermost dim first), for
+// the config_from_gguf cases the converter's twins do not cover.
+using GgufValue = std::variant<uint32_t, float, std::string>;
+struct GgufSpec {
+  std::vector<std::pair<std::string, GgufValue>> kv;
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors;
+};
+
+Result<ModelConfig> config_of(const GgufSpec& spec) {
+  std::string b;
+  const auto put = [&b](auto v) { b.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  const auto str = [&](const std::string& s) {
+    put(uint64_t{s.size()});
+    b += s;
+  };
+  put(uint32_t{0x46554747});
+  put(uint32_t{3});
+  put(uint64_t{spec.tensors.size()});
+  put(uint64_t{spec.kv.size()});
+  for (const auto& [key, value] : spec.kv) {
+    str(key);
+    if (const auto* u = std::get_if<uint32_t>(&value)) {
+      put(uint32_t{4});
+      put(*u);
+    } else if (const auto* f = std::get_if<float>(&value)) {
+      put(uint32_t{6});
+      put(*f);
+    } else {
+      put(uint32_t{8});
+      str(std::get<std::string>(value));
+    }
+  }
+  uint64_t offset = 0;
+  for (const auto& [name, shape] : spec.tensors) {
+    str(name);
+    put(static_cast<uint32_t>(shape.size()));
+    uint64_t elements = 1;
+    for (auto it = shape.rbegin(); it != shape.rend(); ++it) {
+      put(*it);
+      elements *= *it;
+    }
+    put(uint32_t{0});  // F32
+    put(offset);
+    offset += (elements * 4 + 31) / 32 * 32;
+  }
+  b.resize((b.size() + 31) / 32 * 32 + offset);
+  const std::string path = ::testing::TempDir() + "/config_" + std::to_string(::getpid()) + ".gguf";
+  std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+  auto gguf = GgufFile::open(path);
+  if (!gguf.ok()) return gguf.error();
+  auto config = config_from_gguf(*gguf);
+  std::filesystem::remove(path);
+  return config;
+}
+
+// The keys every architecture needs: 1 layer, hidden 8, 2 heads of 4, vocabulary 4.
+GgufSpec gguf_spec(const std::string& arch) {
+  return GgufSpec{{{"general.architecture", arch},
+                   {arch + ".embedding_length", uint32_t{8}},
+                   {arch + ".feed_forward_length", uint32_t{16}},
+                   {arch + ".block_count", uint32_t{1}},
+                   {arch + ".attention.head_count", uint32_t{2}},
+                   {arch + ".context_length", uint32_t{64}},
+                   {arch + ".vocab_size", uint32_t{4}}},
+                  {{"token_embd.weight", {4, 8}}}};
+}
+
+std::string gguf_error(const GgufSpec& spec) {
+  auto c = config_of(spec);
+  return c.ok() ? "" : c.error().message;
+}
+
+TEST(ModelConfigGguf, PartialRotaryAndLongRopeRefusals) {
+  GgufSpec phi3 = gguf_spec("phi3");
+  phi3.kv.emplace_back("phi3.rope.dimension_count", uint32_t{2});
+  auto c = config_of(phi3);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rotary_dims(), 2);
+  EXPECT_EQ(c->rope.type, RopeType::kDefault);  // no factor tensors: plain RoPE
+  EXPECT_EQ(c->sliding_window_of(0), 0);
+  GgufSpec llama = gguf_spec("llama");
+  llama.kv.emplace_back("llama.rope.dimension_count", uint32_t{2});
+  EXPECT_NE(gguf_error(llama).find("partial rotary from GGUF is supported for phi3"),
+            std::string::npos);
+  phi3.kv.emplace_back("phi3.rope.scaling.type", std::string("longrope"));
+  EXPECT_NE(gguf_error(phi3).find("longrope needs the rope_factors_long/short.weight tensors"),
+            std::string::npos);
+  phi3.tensors.push_back({"rope_factors_long.weight", {1}});
+  EXPECT_NE(gguf_error(phi3).find("'rope_factors_short.weight' is missing or not F32 [1]"),
+            std::string::npos);
+  phi3.tensors.push_back({"rope_factors_short.weight", {1}});
+  phi3.kv.emplace_back("phi3.attention.sliding_window", uint32_t{8});
+  c = config_of(phi3);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.type, RopeType::kLongRope);
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 64);  // llama.cpp's: context_length
+  EXPECT_EQ(c->rope.attention_factor, 1.0);                 // llama.cpp's when the key is missing
+  EXPECT_EQ(c->sliding_window_of(0), 8);
+}
+
+TEST(ModelConfigGguf, YarnKeys) {
+  GgufSpec qwen2 = gguf_spec("qwen2");
+  qwen2.kv.emplace_back("qwen2.rope.scaling.type", std::string("yarn"));
+  qwen2.kv.emplace_back("qwen2.rope.scaling.factor", 4.0f);
+  auto c = config_of(qwen2);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.type, RopeType::kYarn);
+  EXPECT_EQ(c->rope.factor, 4.0);
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 64);  // context_length when not given
+  EXPECT_EQ(c->rope.beta_fast, 32.0);
+  EXPECT_EQ(c->rope.beta_slow, 1.0);
+  EXPECT_FALSE(c->rope.attention_factor);
+  qwen2.kv.emplace_back("qwen2.rope.scaling.original_context_length", uint32_t{16});
+  qwen2.kv.emplace_back("qwen2.rope.scaling.yarn_beta_fast", 8.0f);
+  qwen2.kv.emplace_back("qwen2.rope.scaling.yarn_beta_slow", 0.5f);
+  qwen2.kv.emplace_back("qwen2.rope.scaling.yarn_log_multiplier", 0.5f);
+  c = config_of(qwen2);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope.original_max_position_embeddings, 16);
+  EXPECT_EQ(c->rope.beta_fast, 8.0);
+  EXPECT_EQ(c->rope.beta_slow, 0.5);
+  // llama.cpp's mscale 1 over mscale_all_dim = yarn_log_multiplier.
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 1).attention_scaling,
+                  static_cast<float>((0.1 * std::log(4.0) + 1) / (0.05 * std::log(4.0) + 1)));
+  qwen2.kv.emplace_back("qwen2.rope.scaling.yarn_attn_factor", 0.9f);
+  c = config_of(qwen2);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FLOAT_EQ(rope_frequencies(*c, 1).attention_scaling, 0.9f);
+  GgufSpec bad = gguf_spec("qwen2");
+  bad.kv.emplace_back("qwen2.rope.scaling.type", std::string("yarn"));
+  bad.kv.emplace_back("qwen2.rope.scaling.yarn_beta_slow", -1.0f);
+  EXPECT_NE(gguf_error(bad).find("yarn_beta_fast/slow must be positive"), std::string::npos);
+  GgufSpec other = gguf_spec("qwen2");
+  other.kv.emplace_back("qwen2.rope.scaling.type", std::string("longrope"));
+  EXPECT_NE(gguf_error(other).find("(supported: none, linear, yarn; longrope for phi3)"),
+            std::string::npos);
+}
+
+TEST(ModelConfigGguf, Phi3TwinsRotateAsTheirHfFolders) {
+  for (const char* variant : {"phi3", "phi3_longrope", "phi3_partial_rotary"}) {
+    SCOPED_TRACE(variant);
+    const ModelConfig gguf = twin_config(variant), hf = hf_config(variant);
+    EXPECT_EQ(gguf.architecture, Architecture::kPhi3);
+    EXPECT_TRUE(gguf.fused_projections);
+    EXPECT_EQ(gguf.rotary_dims(), hf.rotary_dims());
+    EXPECT_EQ(gguf.layer_sliding_windows, hf.layer_sliding_windows);
+    EXPECT_EQ(gguf.rope.type, hf.rope.type);
+    EXPECT_EQ(gguf.rope.original_max_position_embeddings, hf.rope.original_max_position_embeddings);
+    // Short factors up to the trained length, long ones past it, the same attention factor.
+    for (int64_t length : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{200}}) {
+      const RopeFrequencies a = rope_frequencies(gguf, length), b = rope_frequencies(hf, length);
+      EXPECT_EQ(a.inv_freq, b.inv_freq) << length;
+      EXPECT_FLOAT_EQ(a.attention_scaling, b.attention_scaling) << length;
+    }
+  }
+  EXPECT_EQ(twin_config("phi3_partial_rotary").rotary_dim, 12);  // rope.dimension_count of 16
+  EXPECT_EQ(twin_config("phi3").sliding_window_of(1), 16);
+  EXPECT_EQ(twin_config("phi3_longrope").rope.type, RopeType::kLongRope);
+}
+
+TEST(ModelConfigGguf, YarnTwinRotatesAsItsHfFolder) {
+  const ModelConfig gguf = twin_config("qwen2_yarn"), hf = hf_config("qwen2_yarn");
+  EXPECT_EQ(gguf.rope.type, RopeType::kYarn);
+  EXPECT_EQ(gguf.rope.factor, 4.0);
+  EXPECT_EQ(gguf.rope.original_max_position_embeddings, 32);
+  const RopeFrequencies a = rope_frequencies(gguf, 1), b = rope_frequencies(hf, 1);
+  EXPECT_EQ(a.inv_freq, b.inv_freq);
+  EXPECT_EQ(a.attention_scaling, b.attention_scaling);
 }
 
 TEST(RopeFrequencies, ScalingTypes) {
