@@ -2,6 +2,7 @@
 // (+ generation_config.json) or GGUF metadata, validated, then immutable.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -111,8 +112,6 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // generation_config's list when it has one
 
-  // The longest sequence the model serves: max_position_embeddings, except with dynamic NTK
-  // scaling, which rescales RoPE for whatever length it reaches (as HF does, no hard limit).
   int64_t rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   const RopeConfig& rope_of(int64_t layer) const {
     return local_rope && sliding_window_of(layer) > 0 ? *local_rope : rope;
@@ -123,8 +122,20 @@ struct ModelConfig {
   bool is_sparse_layer(int64_t layer) const {
     return !moe.sparse_layers.empty() && moe.sparse_layers[static_cast<size_t>(layer)];
   }
+  // The longest sequence the model serves: max_position_embeddings, except with dynamic NTK
+  // scaling, which rescales RoPE for whatever length it reaches (as HF does, no hard limit), and
+  // with YaRN, the trained length times the factor (Qwen2.5's 128K setting keeps
+  // max_position_embeddings at 32768 beside {"factor": 4, "original_max_position_embeddings":
+  // 32768}), as vLLM derives its max_model_len.
   int64_t max_context() const {
-    return rope.type == RopeType::kDynamic ? kUnboundedContext : max_position_embeddings;
+    if (rope.type == RopeType::kDynamic) return kUnboundedContext;
+    if (rope.type == RopeType::kYarn) {
+      const double scaled =
+          static_cast<double>(rope.original_max_position_embeddings) * rope.factor;
+      return std::max(max_position_embeddings,
+                      static_cast<int64_t>(std::min(scaled, double{kUnboundedContext})));
+    }
+    return max_position_embeddings;
   }
   static constexpr int64_t kUnboundedContext = int64_t{1} << 24;
 };

@@ -320,6 +320,7 @@ TEST(ModelConfig, YarnAsTransformers) {
   EXPECT_EQ(c->rope.type, RopeType::kYarn);
   EXPECT_EQ(c->rope.factor, 4.0);
   EXPECT_EQ(c->rope.original_max_position_embeddings, 32768);
+  EXPECT_EQ(c->max_context(), 131072);  // what the setting is for
   EXPECT_EQ(c->rope.beta_fast, 32.0);
   EXPECT_EQ(c->rope.beta_slow, 1.0);
   EXPECT_TRUE(c->rope.truncate);
