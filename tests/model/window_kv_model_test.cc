@@ -189,6 +189,7 @@ TEST_F(WindowKvModel, BatchOfLongAndShortSequencesMatchesTransformers) {
         << "prompt of " << cases[i].prompt_ids.size() << " tokens";
   engine.drain();
   EXPECT_EQ(engine.stats().num_blocks_used, 0);
+  EXPECT_GT(engine.stats().num_preemptions, 0);
 }
 
 }  // namespace
