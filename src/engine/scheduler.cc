@@ -186,7 +186,7 @@ int64_t Scheduler::fit_chunk(const StepShape& shape, int64_t first_position,
 
 ScheduledBatch Scheduler::schedule() {
   ScheduledBatch batch;
-  StepShape shape;  // of the batch so far, for the latency target
+  StepShape shape{.window = config_.kv_window_tokens};  // of the batch so far, for the target
   const bool latency_aware = config_.max_step_latency_ms > 0;
   const bool windowed = config_.kv_window_tokens > 0;
   int64_t prefill_budget = config_.max_batch_prefill_tokens;
