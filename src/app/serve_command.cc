@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "app/cpu_isa_flag.h"
 #include "app/http_config.h"
@@ -192,6 +194,11 @@ int run_server(const LauncherArgs& args) {
   if (args.prefix_caching && length_dependent_rope)
     log_info("prefix caching is off: this model's RoPE depends on each sequence's length");
   engine_config.max_step_latency_ms = args.max_step_latency_ms;
+  // When every layer attends through a window, K/V before the widest one is never read again:
+  // the engine hands those blocks back as sequences advance.
+  const std::vector<int64_t>& windows = config.layer_sliding_windows;
+  if (!windows.empty() && std::ranges::all_of(windows, [](int64_t w) { return w > 0; }))
+    engine_config.kv_window_tokens = std::ranges::max(windows);
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);
   plan.prefix_caching = engine_config.prefix_caching;
@@ -224,6 +231,11 @@ int run_server(const LauncherArgs& args) {
   log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
                        kv_num_blocks(engine_config), engine_config.block_size,
                        engine_config.prefix_caching ? "on" : "off"));
+  if (engine_config.kv_window_tokens > 0)
+    log_info(
+        fmt::format("KV cache: every layer has a sliding window (at most {} tokens), so "
+                    "blocks before it are freed as sequences advance",
+                    engine_config.kv_window_tokens));
   // Request traces (--otlp-endpoint): the exporter outlives the state, the engine and the HTTP
   // server, whose requests hand it their spans. Without an endpoint there is none, nor a thread.
   std::unique_ptr<SpanExporter> span_exporter;

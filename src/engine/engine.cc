@@ -107,7 +107,8 @@ void Engine::step() {
   publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
   if (batch.empty()) return;          // everything left was cancelled
   notify_admitted(batch);
-  StepStats stats = count_step(batch);  // before update advances the sequences
+  StepStats stats =
+      count_step(batch, config_.kv_window_tokens);  // before update advances the sequences
   compute(batch, stats);
   stats.step_seconds = step_timer.lap();
   if (!stats.failed) scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);

@@ -33,6 +33,12 @@ struct EngineConfig {
   int64_t min_prefill_chunk_tokens = 16;
   // A generated id in this list finishes its sequence (unless the request ignores EOS).
   std::vector<int32_t> eos_token_ids;
+  // > 0: no query ever reads a key more than kv_window_tokens - 1 positions behind it (every
+  // layer of the model attends through a sliding window of at most this many tokens), so a
+  // sequence's blocks wholly before the window of its next position go back to the pool and a
+  // sequence needs at most max_blocks_spanned(kv_window_tokens) blocks (kv_window.h) however long
+  // it gets. 0: a sequence keeps every block until it ends.
+  int64_t kv_window_tokens = 0;
 };
 
 // The block count the engine and the executor agree on: num_blocks, or when unset enough usable

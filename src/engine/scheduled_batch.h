@@ -24,6 +24,10 @@ struct ScheduledSequence {
   // Physical KV blocks covering positions [0, first_position + num_tokens): position p's K/V
   // lives in slot block_table[p / block_size] * block_size + p % block_size.
   std::vector<int32_t> block_table;
+  // Its leading entries that are placeholders (block 0) for released blocks: they lie wholly
+  // before the sliding window of every position this step computes, so attention never reads
+  // them (EngineConfig::kv_window_tokens).
+  int64_t num_placeholder_blocks = 0;
 
   std::span<const int32_t> token_ids() const {
     LM_CHECK(first_position + num_tokens <= sequence->num_tokens());

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "engine/kv_window.h"
 
 namespace lm {
 namespace {
@@ -38,13 +39,21 @@ Status check_fits_empty_batch(const EngineConfig& config, const EngineRequest& r
   const std::string asked = "the prompt (" + std::to_string(prompt_len) +
                             " tokens) plus max_new_tokens (" +
                             std::to_string(request.max_new_tokens) + ")";
-  if (prompt_len + request.max_new_tokens > config.max_batch_total_tokens) {
+  // The last generated token is never computed, so its position needs no KV slot.
+  int64_t num_blocks_needed =
+      (prompt_len + request.max_new_tokens - 1 + config.block_size - 1) / config.block_size;
+  // Under a window a sequence holds only the blocks of its window (and of the prompt chunk it
+  // computes, which the scheduler shrinks to what is free), so it fits however long it gets.
+  int64_t num_kv_tokens = prompt_len + request.max_new_tokens;
+  if (config.kv_window_tokens > 0) {
+    num_blocks_needed =
+        std::min(num_blocks_needed, max_blocks_spanned(config.kv_window_tokens, config.block_size));
+    num_kv_tokens = std::min(num_kv_tokens, num_blocks_needed * config.block_size);
+  }
+  if (num_kv_tokens > config.max_batch_total_tokens) {
     return Error{asked + " exceeds max_batch_total_tokens (" +
                  std::to_string(config.max_batch_total_tokens) + ")"};
   }
-  // The last generated token is never computed, so its position needs no KV slot.
-  const int64_t num_blocks_needed =
-      (prompt_len + request.max_new_tokens - 1 + config.block_size - 1) / config.block_size;
   const int64_t num_usable_blocks = kv_num_blocks(config) - 1;  // block 0 is reserved
   if (num_blocks_needed > num_usable_blocks) {
     return Error{asked + " needs " + std::to_string(num_blocks_needed) +
@@ -103,10 +112,27 @@ void Scheduler::hash_blocks(Sequence& seq, int64_t num_tokens,
 
 void Scheduler::free_blocks(Sequence& seq) {
   // NOTE: tail first, so the LRU evicts a sequence's last blocks before the prefix others share.
-  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it)
-    block_manager_.release(*it);
+  for (auto i = size_of(seq.block_table) - 1; i >= seq.num_released_blocks; --i)
+    block_manager_.release(seq.block_table[static_cast<size_t>(i)]);
   seq.block_table.clear();
   seq.block_hashes.clear();
+  seq.num_released_blocks = 0;
+}
+
+void Scheduler::release_out_of_window(Sequence& seq) {
+  const int64_t num_before = num_blocks_before_window(config_.kv_window_tokens, config_.block_size,
+                                                      seq.num_computed_tokens);
+  // Front first: a released block that is cached becomes evictable, oldest first.
+  for (; seq.num_released_blocks < num_before; ++seq.num_released_blocks) {
+    int32_t& block_id = seq.block_table[static_cast<size_t>(seq.num_released_blocks)];
+    block_manager_.release(block_id);
+    block_id = kPlaceholderBlock;
+  }
+}
+
+int64_t Scheduler::num_free_tokens(const Sequence& seq) const {
+  return (size_of(seq.block_table) + block_manager_.num_free_blocks()) * config_.block_size -
+         seq.num_computed_tokens;
 }
 
 void Scheduler::preempt_newest() {
@@ -129,6 +155,7 @@ ScheduledSequence Scheduler::entry(const Sequence& seq, int64_t num_tokens) cons
       .num_tokens = num_tokens,
       .samples = seq.num_computed_tokens + num_tokens == seq.num_tokens(),
       .block_table = seq.block_table,
+      .num_placeholder_blocks = seq.num_released_blocks,
   };
 }
 
@@ -159,8 +186,9 @@ int64_t Scheduler::fit_chunk(const StepShape& shape, int64_t first_position,
 
 ScheduledBatch Scheduler::schedule() {
   ScheduledBatch batch;
-  StepShape shape;  // of the batch so far, for the latency target
+  StepShape shape{.window = config_.kv_window_tokens};  // of the batch so far, for the target
   const bool latency_aware = config_.max_step_latency_ms > 0;
+  const bool windowed = config_.kv_window_tokens > 0;
   int64_t prefill_budget = config_.max_batch_prefill_tokens;
   std::unordered_set<uint64_t> pending;  // keys of the full blocks this step computes
   std::vector<std::pair<size_t, Sequence*>> prefilling;  // (batch index, sequence) of round 1
@@ -173,6 +201,9 @@ ScheduledBatch Scheduler::schedule() {
                         : 1;  // a decoding sequence has only its newest token left
     if (prefill && latency_aware) n = std::min(n, config_.min_prefill_chunk_tokens);
     if (n == 0) continue;
+    // NOTE: under a window a sequence's chunk shrinks to the free blocks before any sequence is
+    // preempted for it: its blocks are bounded, so even one token a step makes progress.
+    if (windowed) n = std::max<int64_t>(1, std::min(n, num_free_tokens(seq)));
     const int64_t end = seq.num_computed_tokens + n;
     const int64_t num_new_blocks = num_blocks_for(end) - size_of(seq.block_table);
     while (!block_manager_.can_allocate(num_new_blocks) && running_.size() > i + 1) {
@@ -220,9 +251,23 @@ ScheduledBatch Scheduler::schedule() {
       if (fit < floor && batch.num_admitted > 0) break;
       n = std::max(fit, floor);
     }
-    const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);
+    // Under a window the cached blocks wholly before the window of the first position to
+    // compute are never read: they stay in the cache unreferenced and the table holds
+    // placeholders for them.
+    const int64_t num_before =
+        num_blocks_before_window(config_.kv_window_tokens, config_.block_size, num_cached_tokens);
+    const auto in_window = std::span(match.block_ids).subspan(static_cast<size_t>(num_before));
     const auto num_revived = static_cast<int64_t>(std::ranges::count_if(
-        match.block_ids, [&](int32_t id) { return block_manager_.is_evictable(id); }));
+        in_window, [&](int32_t id) { return block_manager_.is_evictable(id); }));
+    if (windowed) {
+      const int64_t room =
+          (size_of(match.block_ids) + block_manager_.num_free_blocks() - num_revived) *
+              config_.block_size -
+          num_cached_tokens;
+      n = std::min(n, room);
+      if (n < 1) break;
+    }
+    const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);
     if (!block_manager_.can_allocate(num_new_blocks + num_revived)) break;
 
     std::unique_ptr<Sequence> owned = std::move(waiting_.front());
@@ -231,8 +276,10 @@ ScheduledBatch Scheduler::schedule() {
       prefix_cache_query_tokens_ += seq.num_tokens();
       prefix_cache_hit_tokens_ += num_cached_tokens;
     }
-    for (int32_t id : match.block_ids) block_manager_.acquire(id);
+    for (int32_t id : in_window) block_manager_.acquire(id);
+    std::fill_n(match.block_ids.begin(), num_before, kPlaceholderBlock);
     seq.block_table = std::move(match.block_ids);
+    seq.num_released_blocks = num_before;
     seq.block_hashes = std::move(match.block_hashes);
     seq.num_computed_tokens = num_cached_tokens;
     seq.status = SequenceStatus::kRunning;
@@ -299,6 +346,7 @@ StepOutput Scheduler::update(const ScheduledBatch& batch, std::span<const Sample
                 .subspan(idx * static_cast<size_t>(bs), static_cast<size_t>(bs)));
       }
     }
+    release_out_of_window(*seq);
     if (!entry.samples) continue;
     const SampleResult& token = samples[sample_idx++];
     seq->token_ids.push_back(token.id);
@@ -351,11 +399,24 @@ Status Scheduler::check_invariants() const {
     if (size_of(seq->block_table) != num_blocks_for(seq->num_computed_tokens))
       return Error{"sequence " + std::to_string(seq->id) + ": its block table does not cover " +
                    "exactly its computed tokens"};
+    if (seq->num_released_blocks != num_blocks_before_window(config_.kv_window_tokens,
+                                                             config_.block_size,
+                                                             seq->num_computed_tokens))
+      return Error{"sequence " + std::to_string(seq->id) + ": it holds " +
+                   std::to_string(seq->num_released_blocks) +
+                   " released blocks, not those wholly before its window"};
+    for (int64_t i = 0; i < size_of(seq->block_table); ++i) {
+      const bool placeholder = i < seq->num_released_blocks;
+      if ((seq->block_table[static_cast<size_t>(i)] == kPlaceholderBlock) != placeholder)
+        return Error{"sequence " + std::to_string(seq->id) + ": table entry " + std::to_string(i) +
+                     (placeholder ? " should" : " should not") + " be a placeholder"};
+    }
     if (config_.prefix_caching && static_cast<int64_t>(seq->block_hashes.size()) !=
                                       seq->num_computed_tokens / config_.block_size)
       return Error{"sequence " + std::to_string(seq->id) + ": its hash chain does not cover " +
                    "exactly its full computed blocks"};
-    for (int32_t id : seq->block_table) ++refs[id];
+    for (auto i = static_cast<size_t>(seq->num_released_blocks); i < seq->block_table.size(); ++i)
+      ++refs[seq->block_table[i]];
   }
   for (const std::unique_ptr<Sequence>& seq : waiting_) {
     if (!seq->block_table.empty() || seq->num_computed_tokens != 0)

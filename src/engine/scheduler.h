@@ -75,9 +75,14 @@ class Scheduler {
   // skipped, a prompt arriving behind a long one joins the next step, and every prefilling
   // sequence progresses every step.
   // max_batch_prefill_tokens bounds the step's prompt tokens in every case.
+  //
+  // With kv_window_tokens > 0 a sequence's chunk also shrinks to the blocks free (before any
+  // preemption; a waiting sequence is admitted with what fits), and on admission a prefix-cache
+  // hit takes only the cached blocks inside the window of its first position to compute.
   ScheduledBatch schedule();
 
-  // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, appends
+  // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, releases
+  // under a window the blocks now wholly before it (placeholders stay in the table), appends
   // the sampled tokens (one per entry with `samples`, in order), finishes sequences on length
   // then EOS and removes them (freeing their blocks).
   StepOutput update(const ScheduledBatch& batch, std::span<const SampleResult> samples);
@@ -126,6 +131,12 @@ class Scheduler {
   // `pending` (blocks this step computes).
   void hash_blocks(Sequence& seq, int64_t num_tokens, std::unordered_set<uint64_t>& pending) const;
   void free_blocks(Sequence& seq);
+  // Under a window: releases the blocks wholly before the window of seq's next position
+  // (kv_window.h), leaving placeholders in its table.
+  void release_out_of_window(Sequence& seq);
+  // Token slots seq could compute into from its next position: its table's blocks and the free
+  // ones.
+  int64_t num_free_tokens(const Sequence& seq) const;
   void preempt_newest();
   ScheduledSequence entry(const Sequence& seq, int64_t num_tokens) const;
   // The most prompt tokens (up to max_tokens) an entry starting at first_position can add to a

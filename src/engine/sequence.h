@@ -47,6 +47,9 @@ struct Sequence {
   int64_t num_computed_tokens = 0;  // tokens whose K/V the executor holds
   // Physical KV blocks for positions [0, block_table.size() * block_size); empty while waiting.
   std::vector<int32_t> block_table;
+  // Leading block_table entries released because they lie wholly before the window of every
+  // position still to compute (EngineConfig::kv_window_tokens); they hold kPlaceholderBlock.
+  int64_t num_released_blocks = 0;
   // Prefix-cache keys of the leading full computed blocks (a hash chain), for the next one's.
   std::vector<uint64_t> block_hashes;
   SequenceStatus status = SequenceStatus::kWaiting;

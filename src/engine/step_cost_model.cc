@@ -20,8 +20,12 @@ constexpr double kRidge = 1e-3;
 
 void StepShape::add(int64_t first_position, int64_t num_tokens, bool prefill) {
   (prefill ? num_prefill_tokens : num_decode_rows) += num_tokens;
-  // Token at position p attends to positions [0, p]: sum over p of (p + 1).
-  num_attended_tokens += num_tokens * first_position + num_tokens * (num_tokens + 1) / 2;
+  // Token at position p attends to positions [0, p]: sum over p of (p + 1), each term capped at
+  // the window: positions p < window - 1 count p + 1, the others window.
+  const int64_t end = first_position + num_tokens;
+  const int64_t uncapped_end = window > 0 ? std::clamp(window - 1, first_position, end) : end;
+  const int64_t n = uncapped_end - first_position;
+  num_attended_tokens += n * first_position + n * (n + 1) / 2 + (end - uncapped_end) * window;
 }
 
 StepCostModel::StepCostModel(Coefficients prior) : coefficients_(prior) {

@@ -14,6 +14,8 @@ struct StepShape {
   int64_t num_prefill_tokens = 0;   // tokens of entries computing more than their newest token
   int64_t num_decode_rows = 0;      // entries computing just their newest token
   int64_t num_attended_tokens = 0;  // sum over computed tokens of the positions they attend to
+  // > 0: a token attends to at most this many positions (EngineConfig::kv_window_tokens).
+  int64_t window = 0;
 
   // Adds an entry of `num_tokens` tokens at positions [first_position, first_position + n).
   void add(int64_t first_position, int64_t num_tokens, bool prefill);

@@ -2,11 +2,11 @@
 
 namespace lm {
 
-StepStats count_step(const ScheduledBatch& batch) {
+StepStats count_step(const ScheduledBatch& batch, int64_t kv_window_tokens) {
   StepStats stats;
   stats.num_sequences = static_cast<int64_t>(batch.sequences.size());
   stats.num_admitted = batch.num_admitted;
-  StepShape shape;
+  StepShape shape{.window = kv_window_tokens};
   for (const ScheduledSequence& entry : batch.sequences) {
     // The scheduler's own rule, read before update moves num_computed_tokens.
     shape.add(entry.first_position, entry.num_tokens, entry.sequence->needs_prefill());

@@ -42,8 +42,9 @@ struct StepStats {
   const char* kind() const;
 };
 
-// The counts of a batch; call it before Scheduler::update advances its sequences.
-StepStats count_step(const ScheduledBatch& batch);
+// The counts of a batch; call it before Scheduler::update advances its sequences. Attended
+// positions are capped at kv_window_tokens when it is > 0 (EngineConfig's).
+StepStats count_step(const ScheduledBatch& batch, int64_t kv_window_tokens = 0);
 
 // Called on the engine thread after every step that computed a batch; must not call the Engine.
 using StepObserver = std::function<void(const StepStats&)>;

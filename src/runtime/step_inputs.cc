@@ -25,9 +25,13 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
     const int64_t end = entry.first_position + entry.num_tokens;
     const int64_t num_used_blocks = (end + block_size - 1) / block_size;
     LM_CHECK(static_cast<int64_t>(entry.block_table.size()) >= num_used_blocks);
+    // Placeholders (block 0) stand for released blocks before the window; the positions this
+    // step writes lie after them.
+    LM_CHECK(entry.num_placeholder_blocks >= 0 &&
+             entry.num_placeholder_blocks <= entry.first_position / block_size);
     for (int64_t i = 0; i < num_used_blocks; ++i) {
       const int32_t block = entry.block_table[static_cast<size_t>(i)];
-      LM_CHECK(block > 0 && block < num_blocks);
+      LM_CHECK(i < entry.num_placeholder_blocks ? block == 0 : (block > 0 && block < num_blocks));
       block_tables_.push_back(block);
     }
     block_tables_.resize(block_tables_.size() +

@@ -13,7 +13,8 @@ namespace lm {
 class StepInputs {
  public:
   // Rebuilds every array for `batch` (reusing their memory); checks each block table covers its
-  // sequence's positions with blocks in [1, num_blocks).
+  // sequence's positions with blocks in [1, num_blocks), but for its leading placeholders
+  // (block 0: released blocks wholly before the sliding window, which attention never reads).
   void build(const ScheduledBatch& batch, int64_t block_size, int64_t num_blocks);
   // Views of the arrays, valid until the next build.
   BatchInput view() const;

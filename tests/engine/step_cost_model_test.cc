@@ -49,6 +49,18 @@ TEST(StepShape, CountsTheKeyPositionsEachTokenAttendsTo) {
   EXPECT_EQ(shape.num_decode_rows, 1);
 }
 
+TEST(StepShape, CapsEachTokenAtTheWindow) {
+  StepShape shape{.window = 6};
+  shape.add(0, 4, true);  // 1 + 2 + 3 + 4
+  EXPECT_EQ(shape.num_attended_tokens, 10);
+  shape.add(3, 5, true);  // positions 3..7: 4 + 5 + 6 + 6 + 6
+  EXPECT_EQ(shape.num_attended_tokens, 37);
+  shape.add(100, 1, false);  // position 100 reads [95, 100]
+  EXPECT_EQ(shape.num_attended_tokens, 43);
+  shape.add(20, 3, true);  // 6 + 6 + 6
+  EXPECT_EQ(shape.num_attended_tokens, 61);
+}
+
 TEST(StepCostModel, PredictsWithThePriorBeforeAnyStep) {
   const StepCostModel model;
   StepShape shape;

@@ -36,22 +36,33 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && sliding_window >= 0);
   const int64_t kv_row = num_kv_heads * head_dim;  // floats per slot
 
-  // Every sequence's K/V row offsets, read once from its block table.
+  // The lowest position any row of sequence s reads: with a window, the first row's window
+  // start. Table entries before it are never read: the engine leaves placeholders there for
+  // blocks it has released (EngineConfig::kv_window_tokens).
+  auto lowest_read = [&](int64_t s) -> int64_t {
+    return sliding_window > 0 ? std::max<int64_t>(0, first_positions[s] - sliding_window + 1) : 0;
+  };
+  // Every sequence's K/V row offsets for positions [lowest_read(s), its last), read once from
+  // its block table.
   std::vector<int64_t> offset_begins(static_cast<size_t>(num_seqs) + 1, 0);
   for (int64_t s = 0; s < num_seqs; ++s) {
     LM_CHECK(query_begins[s] <= query_begins[s + 1] && first_positions[s] >= 0);
     const int64_t num_positions = first_positions[s] + query_begins[s + 1] - query_begins[s];
     LM_CHECK(num_positions == 0 || (num_positions - 1) / block_size < max_blocks_per_seq);
-    offset_begins[s + 1] = offset_begins[s] + num_positions;
+    offset_begins[s + 1] = offset_begins[s] + std::max<int64_t>(0, num_positions - lowest_read(s));
   }
   std::vector<int64_t> offsets(static_cast<size_t>(offset_begins[num_seqs]));
   std::vector<AttentionSequence> sequences;
   sequences.reserve(static_cast<size_t>(num_seqs));
   for (int64_t s = 0; s < num_seqs; ++s) {
     const int32_t* block_table = block_tables + s * max_blocks_per_seq;
+    const int64_t lowest_position = lowest_read(s);
+    // seq_offsets[i] is position lowest_position + i's.
     int64_t* seq_offsets = offsets.data() + offset_begins[s];
-    for (int64_t p = 0; p < offset_begins[s + 1] - offset_begins[s]; ++p)
-      seq_offsets[p] = (block_table[p / block_size] * block_size + p % block_size) * kv_row;
+    for (int64_t i = 0; i < offset_begins[s + 1] - offset_begins[s]; ++i) {
+      const int64_t p = lowest_position + i;
+      seq_offsets[i] = (block_table[p / block_size] * block_size + p % block_size) * kv_row;
+    }
     const int64_t first_token = query_begins[s], num_tokens = query_begins[s + 1] - first_token;
     const int64_t first_position = first_positions[s];
     // Tokens whose window reaches position 0 attend as a causal run. Each later token sees
@@ -60,10 +71,12 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
     int64_t full = num_tokens;
     if (sliding_window > 0)
       full = std::clamp<int64_t>(sliding_window - first_position, 0, num_tokens);
+    // (A causal run starts at position 0, so lowest_position is 0 whenever full > 0.)
     if (full > 0) sequences.push_back({first_token, full, first_position, seq_offsets});
     for (int64_t t = full; t < num_tokens; ++t) {
       const int64_t lowest = first_position + t - sliding_window + 1;
-      sequences.push_back({first_token + t, 1, sliding_window - 1, seq_offsets + lowest});
+      sequences.push_back(
+          {first_token + t, 1, sliding_window - 1, seq_offsets + (lowest - lowest_position)});
     }
   }
   attend_sequences(isa_kernels(isa), q, out, sequences.data(),

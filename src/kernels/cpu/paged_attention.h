@@ -30,7 +30,9 @@ void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float
 // in tiles of positions (no score matrix), fp32, parallel over chunks of (token, head) rows that
 // share a KV head (attention_work.h). out may alias q.
 // options.sliding_window narrows what a row at position p sees to [p - w + 1, p], as
-// transformers' sliding-window mask does (Mistral, Qwen2, Phi-3, Gemma's local layers).
+// transformers' sliding-window mask does (Mistral, Qwen2, Phi-3, Gemma's local layers); block
+// table entries wholly before the first row's window are then never read (the engine may leave
+// placeholders there for blocks it released).
 void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
                      const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
