@@ -11,7 +11,7 @@
 // block of 32):
 //   dot = vpdpbusd x 4 (words 0-3) from -z * half sums          exact in int32
 //   acc += (row scales per lane * activation scale) * float(dot)
-//   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q5_1, Q4_K)
+//   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q5_1, Q4_K, Q5_K)
 // (Q6_K, Q3_K and Q2_K, with a scale per 16 elements, sum words 0-1 and 2-3 separately; IQ4_NL and
 // IQ4_XS look their nibbles up in the 16 levels plus 128, zero point 128.)
 // and at the end row r's result is lane 2r + lane 2r + 1.
@@ -215,13 +215,39 @@ void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512
   }
 }
 
+// The 6-bit scales and minimums of 8 Q4_K / Q5_K rows from their 3 interleaved scale words at s
+// (unpack_scales_k4, a row per 32-bit lane): byte t of `low` is group t's scale (lanes 0-7) and
+// minimum (lanes 8-15); `high` has groups 4 + t.
+static inline void k4_scales(const uint8_t* s, __m512i& low, __m512i& high) {
+  const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  const __m256i s0 = load256(s), s1 = load256(s + 32), s2 = load256(s + 64);
+  const __m256i sc_hi =
+      _mm256_or_si256(_mm256_and_si256(s2, m0f), _mm256_and_si256(_mm256_srli_epi32(s0, 2), m30));
+  const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(s2, 4), m0f),
+                                        _mm256_and_si256(_mm256_srli_epi32(s1, 2), m30));
+  low = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s0, m3f)),
+                           _mm256_and_si256(s1, m3f), 1);
+  high = _mm512_inserti64x4(_mm512_castsi256_si512(sc_hi), mn_hi, 1);
+}
+
+// Group `group`'s scales (lanes 0-7) and minimums (8-15) of k4_scales times dg (d for lanes 0-7,
+// -dmin for 8-15), as lane pairs: dw the rows' scales, mw their minimums.
+static inline void k4_group_scales(__m512i low, __m512i high, int group, __m512 dg, __m512& dw,
+                                   __m512& mw) {
+  const __m512i bytes = _mm512_and_si512(
+      _mm512_srli_epi32(group < 4 ? low : high, static_cast<unsigned>(8 * (group % 4))),
+      _mm512_set1_epi32(0xff));
+  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), dg);
+  dw = row_pairs(scaled);
+  mw = row_pairs(scaled, true);
+}
+
 // Q4_K: super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums.
 template <int RX>
 void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
   constexpr int64_t kBytes = kRows * kquant::kQ4_KBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f), high4 = _mm512_set1_epi8(static_cast<char>(0xf0));
-  const __m256i m3f = _mm256_set1_epi8(0x3f), m0f = _mm256_set1_epi8(0x0f);
-  const __m256i m30 = _mm256_set1_epi8(0x30);
   // The high nibbles are used where they are (16 x the value: no shift, and the int32 sums stay
   // far from overflow), so their groups' scales carry a factor 1/16 instead. Scaling by a power
   // of two is exact, so the result is the same bits as with shifted nibbles.
@@ -231,29 +257,13 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
     // d for lanes 0-7 and -dmin for lanes 8-15, one row per lane.
     const __m512 d = concat(f16x8(block), _mm256_sub_ps(_mm256_setzero_ps(), f16x8(block + 16)));
     const __m512 d_high = _mm512_mul_ps(d, sixteenth);
-    // The scale words of 8 rows (unpack_scales_k4, a row per 32-bit lane): byte t of `low` is
-    // group t's scale (lanes 0-7) and minimum (lanes 8-15); `high` has groups 4 + t.
-    const __m256i s0 = load256(block + 32), s1 = load256(block + 64), s2 = load256(block + 96);
-    const __m256i sc_hi =
-        _mm256_or_si256(_mm256_and_si256(s2, m0f), _mm256_and_si256(_mm256_srli_epi32(s0, 2), m30));
-    const __m256i mn_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(s2, 4), m0f),
-                                          _mm256_and_si256(_mm256_srli_epi32(s1, 2), m30));
-    const __m512i low = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s0, m3f)),
-                                           _mm256_and_si256(s1, m3f), 1);
-    const __m512i high = _mm512_inserti64x4(_mm512_castsi256_si512(sc_hi), mn_hi, 1);
+    __m512i low, high;
+    k4_scales(block + 32, low, high);
     const uint8_t* qs = block + 128;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       // Words 4j..4j+3: low nibbles are group 2j, high nibbles group 2j + 1. (Two separate arrays
       // and calls: choosing between them by reference made GCC keep both on the stack.)
-      const auto group_scales = [&](int group, __m512 dg, __m512& dw, __m512& mw) {
-        const __m512i bytes = _mm512_and_si512(
-            _mm512_srli_epi32(group < 4 ? low : high, static_cast<unsigned>(8 * (group % 4))),
-            _mm512_set1_epi32(0xff));
-        const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(bytes), dg);
-        dw = row_pairs(scaled);
-        mw = row_pairs(scaled, true);
-      };
       // The words are loaded again for the high nibbles (from L1): keeping them live through
       // the first group's accumulation spilled the 8-row prefill tile.
       __m512 dw, mw;
@@ -261,16 +271,50 @@ void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
         __m512i lo[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) lo[c] = _mm512_and_si512(load512(qs + 64 * (4 * j + c)), low4);
-        group_scales(2 * j, d, dw, mw);
+        k4_group_scales(low, high, 2 * j, d, dw, mw);
         accumulate<RX, 0, true>(lo, dw, mw, x + sb * kquant::kGroups + 2 * j, blocks, acc);
       }
       {
         __m512i hi[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) hi[c] = _mm512_and_si512(load512(qs + 64 * (4 * j + c)), high4);
-        group_scales(2 * j + 1, d_high, dw, mw);
+        k4_group_scales(low, high, 2 * j + 1, d_high, dw, mw);
         accumulate<RX, 0, true>(hi, dw, mw, x + sb * kquant::kGroups + 2 * j + 1, blocks, acc);
       }
+    }
+  }
+}
+
+// Q5_K: Q4_K's super-blocks with a fifth bit per value, bit g of qh byte l for element l of group
+// g (the interleaved order is GGML's: d, dmin, scales, qh words 0-3, qs words 0-15).
+template <int RX>
+void q5_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
+  constexpr int64_t kBytes = kRows * kquant::kQ5_KBytes;
+  constexpr int64_t kScales = kRows * 4, kQh = kScales + kRows * 12, kQs = kQh + kRows * 32;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), low5 = _mm512_set1_epi8(0x1f);
+  for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
+    const uint8_t* block = g + sb * kBytes;
+    const __m512 d = concat(f16x8(block), _mm256_sub_ps(_mm256_setzero_ps(), f16x8(block + 16)));
+    __m512i low, high;
+    k4_scales(block + kScales, low, high);
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; ++t) {
+      // Group t: the low (t even) or high nibbles of qs words 4(t / 2) + c, bit t of qh word c
+      // as the fifth bit.
+      __m512i u[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        __m512i qs = load512(block + kQs + 64 * (4 * (t / 2) + c));
+        if (t % 2) qs = _mm512_srli_epi16(qs, 4);
+        __m512i qh = load512(block + kQh + 64 * c);
+        if (t < 4) qh = _mm512_slli_epi16(qh, static_cast<unsigned>(4 - t));
+        if (t > 4) qh = _mm512_srli_epi16(qh, static_cast<unsigned>(t - 4));
+        // Bits 0-3 from qs, bit 4 from qh (0xca: low4 ? qs : qh).
+        u[c] = _mm512_and_si512(_mm512_ternarylogic_epi32(low4, qs, qh, 0xca), low5);
+      }
+      __m512 dw, mw;
+      k4_group_scales(low, high, t, d, dw, mw);
+      accumulate<RX, 0, true>(u, dw, mw, x + sb * kquant::kGroups + t, blocks, acc);
     }
   }
 }
@@ -449,6 +493,8 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
   for (int i = 0; i < RX; ++i) acc[i] = _mm512_setzero_ps();
   if constexpr (F == RowFormat::kQ4_K) {
     q4_k_tile<RX>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ5_K) {
+    q5_k_tile<RX>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kQ6_K) {
     q6_k_tile<RX>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kIQ4_XS) {
@@ -540,6 +586,8 @@ void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, cons
       return gemm<RowFormat::kQ5_1>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ4_K:
       return gemm<RowFormat::kQ4_K>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ5_K:
+      return gemm<RowFormat::kQ5_K>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ6_K:
       return gemm<RowFormat::kQ6_K>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kIQ4_NL:

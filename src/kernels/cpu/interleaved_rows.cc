@@ -29,6 +29,12 @@ std::span<const Field> fields(RowFormat format) {
   static constexpr Field kQ5_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 16, 8}};
   static constexpr Field kQ4_K[] = {
       {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
+  // Q5_K: Q4_K's fields with the fifth bits (4 words) between the scales and the nibbles.
+  static constexpr Field kQ5_K[] = {{0, 2, 2},
+                                    {2, 2, 2},
+                                    {kquant::kScalesOffset, 12, 4},
+                                    {kquant::kQ5_KQhOffset, 32, 8},
+                                    {kquant::kQ5_KQsOffset, 128, 8}};
   // Q6_K in the kernel's reading order, so that a super-block streams forwards (the hardware
   // prefetcher follows it; GGML's order made the kernel jump between ql and qh): d, the scale
   // pairs, then per half of 128 elements ql words 0-3, qh words 0-3, ql words 4-7.
@@ -71,6 +77,8 @@ std::span<const Field> fields(RowFormat format) {
       return kQ5_1;
     case RowFormat::kQ4_K:
       return kQ4_K;
+    case RowFormat::kQ5_K:
+      return kQ5_K;
     case RowFormat::kQ6_K:
       return kQ6_K;
     case RowFormat::kIQ4_NL:
