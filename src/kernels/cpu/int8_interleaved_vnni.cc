@@ -132,12 +132,17 @@ static inline void accumulate_halves(const __m512i (&u)[4], __m512 dw_lo, __m512
     dot_hi = _mm512_dpbusd_epi32(dot_hi, u[2], broadcast8(p.q + 16));
     dot_hi = _mm512_dpbusd_epi32(dot_hi, u[3], broadcast8(p.q + 24));
     const __m512 dx = _mm512_set1_ps(p.d);
-    acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_lo, dx), _mm512_cvtepi32_ps(dot_lo), acc[i]);
-    acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_hi, dx), _mm512_cvtepi32_ps(dot_hi), acc[i]);
     if constexpr (kMin) {
-      // The sums are negated, so these subtract.
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(mw_lo, dx), _mm512_cvtepi32_ps(lo_sums), acc[i]);
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(mw_hi, dx), _mm512_cvtepi32_ps(hi_sums), acc[i]);
+      // Both halves' scaled sums minus their minimums (the sums are negated), then one
+      // multiply-add by the activation scale: 5 operations where scaling each term took 8.
+      __m512 t = _mm512_mul_ps(dw_lo, _mm512_cvtepi32_ps(dot_lo));
+      t = _mm512_fmadd_ps(dw_hi, _mm512_cvtepi32_ps(dot_hi), t);
+      t = _mm512_fmadd_ps(mw_lo, _mm512_cvtepi32_ps(lo_sums), t);
+      t = _mm512_fmadd_ps(mw_hi, _mm512_cvtepi32_ps(hi_sums), t);
+      acc[i] = _mm512_fmadd_ps(t, dx, acc[i]);
+    } else {
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_lo, dx), _mm512_cvtepi32_ps(dot_lo), acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw_hi, dx), _mm512_cvtepi32_ps(dot_hi), acc[i]);
     }
   }
 }
