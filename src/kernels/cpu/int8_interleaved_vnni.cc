@@ -4,16 +4,16 @@
 // A 512-bit weight word holds 8 bytes of each of 8 rows: int32 lane 2r covers row r's elements
 // 8c..8c+3 and lane 2r + 1 its elements 8c+4..8c+7 (c: the word's place in the block), so the
 // activations of word c are 8 bytes broadcast to every row. Weights become unsigned bytes (Q8_0:
-// xor 0x80, i.e. +128; nibbles already are; Q5 adds 16 where the fifth bit is set) and the zero
-// point z (128 for Q8_0, 8 for Q4_0, 16 for Q5_0) is
-// taken back through the int32 accumulator's start, -z * (sum of the lane's activations), which
-// the prepared activations carry for both lane halves. Per (8 weight rows, activation row,
-// block of 32):
+// xor 0x80, i.e. +128; nibbles already are; Q5 adds 16 where the fifth bit is set; IQ4 nibbles
+// become their level + 128 by vpshufb) and the zero point z (128 for Q8_0 and IQ4, 8 for Q4_0, 16
+// for Q5_0, 32 for Q6_K, 4 for Q3_K) is taken back through the int32 accumulator's start, -z *
+// (sum of the lane's activations), which the prepared activations carry for both lane halves.
+// Per (8 weight rows, activation row, block of 32):
 //   dot = vpdpbusd x 4 (words 0-3) from -z * half sums          exact in int32
 //   acc += (row scales per lane * activation scale) * float(dot)
 //   acc += row minimums per lane * (activation scale * half sum)  (Q4_1, Q5_1, Q4_K, Q5_K)
-// (Q6_K, Q3_K and Q2_K, with a scale per 16 elements, sum words 0-1 and 2-3 separately; IQ4_NL and
-// IQ4_XS look their nibbles up in the 16 levels plus 128, zero point 128.)
+// (Q6_K, Q3_K and Q2_K, with a scale and Q2_K a minimum per 16 elements, sum words 0-1 and 2-3
+// separately.)
 // and at the end row r's result is lane 2r + lane 2r + 1.
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
