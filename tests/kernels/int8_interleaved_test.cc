@@ -21,9 +21,10 @@ using testing::random_floats;
 constexpr auto weight_rows = testing::quantized_weight_rows;
 constexpr auto quantized_rows = testing::quantized_activation_rows;
 
-constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0, RowFormat::kQ4_1,
-                                  RowFormat::kQ5_0, RowFormat::kQ5_1, RowFormat::kQ4_K,
-                                  RowFormat::kQ6_K};
+constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0,   RowFormat::kQ4_1,
+                                  RowFormat::kQ5_0, RowFormat::kQ5_1,   RowFormat::kQ4_K,
+                                  RowFormat::kQ5_K, RowFormat::kQ6_K,   RowFormat::kQ2_K,
+                                  RowFormat::kQ3_K, RowFormat::kIQ4_NL, RowFormat::kIQ4_XS};
 
 struct alignas(64) Line {
   uint8_t bytes[64];
@@ -53,8 +54,13 @@ TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
   EXPECT_FALSE(can_interleave(RowFormat::kQ4_K, 8, 96));   // k % 256 != 0
   EXPECT_TRUE(can_interleave(RowFormat::kQ6_K, 8, 256));
   EXPECT_TRUE(can_interleave(RowFormat::kQ5_0, 8, 32));
-  EXPECT_FALSE(can_interleave(RowFormat::kQ5_K, 8, 256));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ5_K, 8, 256));
   EXPECT_FALSE(can_interleave(RowFormat::kF16, 8, 64));
+  EXPECT_TRUE(can_interleave(RowFormat::kIQ4_NL, 8, 32));
+  EXPECT_TRUE(can_interleave(RowFormat::kIQ4_XS, 8, 256));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ3_K, 16, 512));
+  EXPECT_TRUE(can_interleave(RowFormat::kQ2_K, 8, 256));
+  EXPECT_FALSE(can_interleave(RowFormat::kQ2_K, 8, 128));  // k % 256 != 0
 }
 
 TEST(InterleavedRows, IsAPermutationOfTheRowsBytesThatRoundTrips) {
@@ -108,6 +114,33 @@ TEST(InterleavedRows, LaysQ6KOutInTheOrderItsKernelReads) {
     EXPECT_EQ(word(144 + 768 + 512 + 192, r, 8), row[120]);  // ql word 15
   }
 }
+TEST(InterleavedRows, LaysTheLowBitFormatsOutInTheOrderTheirKernelsRead) {
+  // Q3_K: d, the 3 words of packed scales, hmask words 0-3, qs words 0-7. Q2_K: d, dmin, each
+  // group's scale/min pair, qs words 0-7. IQ4_XS: d, scales_h, scales_l, qs words 0-15.
+  constexpr int64_t n = 8, k = 256;
+  const auto q3 = weight_rows(RowFormat::kQ3_K, n, k, 13);
+  const auto q3_packed = interleaved(RowFormat::kQ3_K, q3, n, k);
+  const auto q2 = weight_rows(RowFormat::kQ2_K, n, k, 15);
+  const auto q2_packed = interleaved(RowFormat::kQ2_K, q2, n, k);
+  const auto xs = weight_rows(RowFormat::kIQ4_XS, n, k, 17);
+  const auto xs_packed = interleaved(RowFormat::kIQ4_XS, xs, n, k);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* row3 = q3.data() + r * 110;
+    EXPECT_EQ(q3_packed[2 * r + 1], row3[109]);                     // d
+    EXPECT_EQ(q3_packed[16 + 32 + 4 * r + 2], row3[102]);           // scales word 1
+    EXPECT_EQ(q3_packed[112 + 64 * 3 + 8 * r], row3[24]);           // hmask word 3
+    EXPECT_EQ(q3_packed[368 + 64 * 5 + 8 * r + 7], row3[32 + 47]);  // qs word 5
+    const uint8_t* row2 = q2.data() + r * 84;
+    EXPECT_EQ(q2_packed[16 + 2 * r], row2[82]);                 // dmin
+    EXPECT_EQ(q2_packed[32 + 16 * 6 + 2 * r + 1], row2[13]);    // group 6's second scale byte
+    EXPECT_EQ(q2_packed[160 + 64 * 7 + 8 * r], row2[16 + 56]);  // qs word 7
+    const uint8_t* row_xs = xs.data() + r * 136;
+    EXPECT_EQ(xs_packed[16 + 2 * r + 1], row_xs[3]);                // scales_h
+    EXPECT_EQ(xs_packed[32 + 4 * r + 3], row_xs[7]);                // scales_l
+    EXPECT_EQ(xs_packed[64 + 64 * 9 + 8 * r + 1], row_xs[8 + 73]);  // qs word 9
+  }
+}
+
 class Int8Interleaved : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -37,7 +37,8 @@ TEST(LowbitQuant, GeometryMatchesGgml) {
     EXPECT_TRUE(is_lowbit(f));
     EXPECT_FALSE(is_kquant(f));
     EXPECT_TRUE(supports_int8_dot(f));
-    EXPECT_FALSE(can_interleave(f, 8, 256)) << "kept as rows: no interleaved layout";
+    // The int8 path stores them 8 rows at a time (int8_interleaved_test.cc).
+    EXPECT_TRUE(can_interleave(f, 8, 256)) << "interleaved for the int8 GEMM";
   }
   EXPECT_FALSE(is_lowbit(RowFormat::kQ4_K));
   EXPECT_FALSE(is_lowbit(RowFormat::kQ4_0));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "kernels/cpu/matmul.h"
 #include "model/llama_model.h"
 #include "model/weight_dtype.h"
 #include "sequence_forward.h"
@@ -64,8 +65,11 @@ Diff compare(const std::vector<float>& a, const std::vector<float>& b, int64_t v
 // The quantized model `file` against its float32 twin: prefill and token-by-token decode within
 // fp32 rounding of the twin, then with int8 activations within the activation rounding.
 // int8_tolerance: the bound on the int8 path's logit error, relative to the largest logit.
+// num_interleaved: the weight matrices the int8 path must interleave where this CPU has the
+// interleaved GEMM (-1: not checked).
 void expect_twin_logits(const std::string& file, const std::string& twin_file,
-                        const std::string& label, float int8_tolerance = 0.02f) {
+                        const std::string& label, float int8_tolerance = 0.02f,
+                        int64_t num_interleaved = -1) {
   auto kq = LlamaModel::load(std::string(kDir) + "/" + file);
   ASSERT_TRUE(kq.ok()) << kq.error().message;
   auto twin = LlamaModel::load(std::string(kDir) + "/" + twin_file);
@@ -89,6 +93,9 @@ void expect_twin_logits(const std::string& file, const std::string& twin_file,
   EXPECT_EQ(decode.argmax_agree, decode.positions);
 
   (*kq)->set_int8_activations(true);
+  if (num_interleaved >= 0 && kernels::has_interleaved_matmul()) {
+    EXPECT_EQ((*kq)->num_interleaved_weights(), num_interleaved);
+  }
   const Diff int8 = compare(all_logits(**kq, ids), expected, vocab);
   std::cout << "[ measured ] " << label << " with int8 activations: max |logit diff| "
             << int8.max_abs << ", top-1 " << int8.argmax_agree << "/" << int8.positions << "\n";
@@ -108,7 +115,9 @@ TEST(KquantModel, LowbitLogitsEqualTheDequantizedTwin) {
   const WeightsSummary summary = summarize_weights((*model)->weights());
   for (const char* dtype : {"Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"})
     EXPECT_NE(summary.stored_dtypes.find(dtype), std::string::npos) << summary.stored_dtypes;
-  expect_twin_logits("model-lowbit.gguf", "model-lowbit-f32.gguf", "Q2_K/Q3_K/IQ4_NL/IQ4_XS");
+  // Every Linear (7 per layer, 2 layers, and the head) takes the interleaved int8 GEMM.
+  expect_twin_logits("model-lowbit.gguf", "model-lowbit-f32.gguf", "Q2_K/Q3_K/IQ4_NL/IQ4_XS",
+                     /*int8_tolerance=*/0.02f, /*num_interleaved=*/15);
 }
 
 // A Mixtral-shaped MoE: every expert's matrices are slices of GGUF's [experts, rows, cols]

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
+#include "kernels/cpu/lowbit_blocks.h"
 
 namespace lm::kernels {
 namespace {
@@ -28,6 +29,12 @@ std::span<const Field> fields(RowFormat format) {
   static constexpr Field kQ5_1[] = {{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 16, 8}};
   static constexpr Field kQ4_K[] = {
       {0, 2, 2}, {2, 2, 2}, {kquant::kScalesOffset, 12, 4}, {kquant::kQ4_KQsOffset, 128, 8}};
+  // Q5_K: Q4_K's fields with the fifth bits (4 words) between the scales and the nibbles.
+  static constexpr Field kQ5_K[] = {{0, 2, 2},
+                                    {2, 2, 2},
+                                    {kquant::kScalesOffset, 12, 4},
+                                    {kquant::kQ5_KQhOffset, 32, 8},
+                                    {kquant::kQ5_KQsOffset, 128, 8}};
   // Q6_K in the kernel's reading order, so that a super-block streams forwards (the hardware
   // prefetcher follows it; GGML's order made the kernel jump between ql and qh): d, the scale
   // pairs, then per half of 128 elements ql words 0-3, qh words 0-3, ql words 4-7.
@@ -40,6 +47,23 @@ std::span<const Field> fields(RowFormat format) {
                                     {kQl + 64, 32, 8},
                                     {kQh + 32, 32, 8},
                                     {kQl + 96, 32, 8}};
+  // The low-bit formats (lowbit_blocks.h), also in reading order. IQ4_NL is Q4_0's layout; IQ4_XS
+  // is d, the high scale bits, the low scale nibbles, then per group of 32 two words of nibbles
+  // (Q4_0's order); Q3_K is d, its 12 packed scale bytes, hmask, qs; Q2_K is d, dmin, each
+  // group's scale/min byte pair, qs.
+  static constexpr Field kIQ4_NL[] = {{0, 2, 2}, {lowbit::kIQ4_NLQsOffset, 16, 8}};
+  static constexpr Field kIQ4_XS[] = {{0, 2, 2},
+                                      {lowbit::kIQ4_XSScalesHOffset, 2, 2},
+                                      {lowbit::kIQ4_XSScalesLOffset, 4, 4},
+                                      {lowbit::kIQ4_XSQsOffset, 128, 8}};
+  static constexpr Field kQ3_K[] = {{lowbit::kQ3_KDOffset, 2, 2},
+                                    {lowbit::kQ3_KScalesOffset, 12, 4},
+                                    {0, 32, 8},
+                                    {lowbit::kQ3_KQsOffset, 64, 8}};
+  static constexpr Field kQ2_K[] = {{lowbit::kQ2_KDOffset, 2, 2},
+                                    {lowbit::kQ2_KDOffset + 2, 2, 2},
+                                    {0, 16, 2},
+                                    {lowbit::kQ2_KQsOffset, 64, 8}};
   switch (format) {
     case RowFormat::kQ4_0:
       return kQ4_0;
@@ -53,8 +77,18 @@ std::span<const Field> fields(RowFormat format) {
       return kQ5_1;
     case RowFormat::kQ4_K:
       return kQ4_K;
+    case RowFormat::kQ5_K:
+      return kQ5_K;
     case RowFormat::kQ6_K:
       return kQ6_K;
+    case RowFormat::kIQ4_NL:
+      return kIQ4_NL;
+    case RowFormat::kIQ4_XS:
+      return kIQ4_XS;
+    case RowFormat::kQ3_K:
+      return kQ3_K;
+    case RowFormat::kQ2_K:
+      return kQ2_K;
     default:
       return {};
   }
