@@ -493,9 +493,30 @@ Status parse_moe(const Json& j, const Fields& f, const std::string& origin, Mode
   return {};
 }
 
+// A per-layer bool array under `key` (empty when the key is absent or not an array), one entry per
+// layer.
+Result<std::vector<bool>> layer_flags(const GgufFile& gguf, const std::string& key,
+                                      const ModelConfig& c) {
+  std::vector<bool> flags;
+  const GgufValue* v = gguf.find(key);
+  const auto* items = v == nullptr ? nullptr : std::get_if<std::vector<GgufValue>>(&v->value);
+  if (items == nullptr) return flags;
+  for (const GgufValue& item : *items) {
+    const auto* b = std::get_if<bool>(&item.value);
+    if (b == nullptr) return Error{gguf.path() + ": " + key + " should be a list of booleans"};
+    flags.push_back(*b);
+  }
+  if (static_cast<int64_t>(flags.size()) != c.num_hidden_layers) {
+    return Error{gguf.path() + ": " + key + " has " + std::to_string(flags.size()) +
+                 " entries for " + std::to_string(c.num_hidden_layers) + " layers"};
+  }
+  return flags;
+}
+
 // Gemma 2/3 from GGUF, as llama.cpp reads them (src/models/gemma2.cpp, gemma3.cpp): soft-caps and
 // the window from their keys (Gemma 2: defaults 50 / 30 / 4096), local layers every other one
-// (Gemma 2) or five of six (Gemma 3) unless attention.sliding_window_pattern says otherwise, the
+// (Gemma 2) or five of six (Gemma 3) unless attention.sliding_window_pattern says otherwise (a
+// group size, or as newer converters write it one bool per layer, true where it slides), the
 // local layers' RoPE base from rope.freq_base_swa (Gemma 3: 10000 and no scaling; Gemma 2: the
 // global one), and scores scaled by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the 27B
 // models (46 / 62 layers), as llama.cpp does: GGUF has no query_pre_attn_scalar.
@@ -507,12 +528,18 @@ Status gemma_from_gguf(const GgufFile& gguf, const std::string& p, ModelConfig& 
   c.final_logit_softcapping = final_cap.value_or(gemma2 ? 30.0 : 0.0);
   LM_ASSIGN_OR_RETURN(auto window, gguf.get_int(p + "attention.sliding_window"));
   if (gemma2 && !window) window = 4096;
-  LM_ASSIGN_OR_RETURN(auto pattern, gguf.get_int(p + "attention.sliding_window_pattern"));
-  const int64_t every = pattern.value_or(gemma2 ? 2 : 6);
-  if (every < 1) return Error{gguf.path() + ": attention.sliding_window_pattern must be positive"};
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  LM_ASSIGN_OR_RETURN(const std::vector<bool> per_layer, layer_flags(gguf, pattern_key, c));
+  int64_t every = gemma2 ? 2 : 6;
+  if (per_layer.empty()) {
+    LM_ASSIGN_OR_RETURN(auto pattern, gguf.get_int(pattern_key));
+    every = pattern.value_or(every);
+  }
+  if (every < 1) return Error{gguf.path() + ": " + pattern_key + " must be positive"};
   if (c.num_hidden_layers >= 1 && c.num_hidden_layers <= 1024) {  // else validate() says why
-    set_layer_windows(c, window && *window > 0 ? window : std::nullopt,
-                      [every](int64_t i) { return local_in_pattern(i, every); });
+    set_layer_windows(c, window && *window > 0 ? window : std::nullopt, [&](int64_t i) {
+      return per_layer.empty() ? local_in_pattern(i, every) : per_layer[static_cast<size_t>(i)];
+    });
   }
   LM_ASSIGN_OR_RETURN(auto local_base, gguf.get_float(p + "rope.freq_base_swa"));
   RopeConfig local = gemma2 ? c.rope : RopeConfig{};

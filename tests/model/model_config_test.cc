@@ -419,7 +419,7 @@ ModelConfig hf_config(const std::string& variant) {
 
 // A GGUF v3 file with the given metadata and zero-filled F32 tensors (outermost dim first), for
 // the config_from_gguf cases the converter's twins do not cover.
-using GgufValue = std::variant<uint32_t, float, std::string>;
+using GgufValue = std::variant<uint32_t, float, std::string, std::vector<bool>>;
 struct GgufSpec {
   std::vector<std::pair<std::string, GgufValue>> kv;
   std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors;
@@ -444,6 +444,11 @@ Result<ModelConfig> config_of(const GgufSpec& spec) {
     } else if (const auto* f = std::get_if<float>(&value)) {
       put(uint32_t{6});
       put(*f);
+    } else if (const auto* flags = std::get_if<std::vector<bool>>(&value)) {
+      put(uint32_t{9});  // array
+      put(uint32_t{7});  // of bool
+      put(uint64_t{flags->size()});
+      for (bool flag : *flags) put(static_cast<uint8_t>(flag));
     } else {
       put(uint32_t{8});
       str(std::get<std::string>(value));
@@ -515,6 +520,67 @@ TEST(ModelConfigGguf, PartialRotaryAndLongRopeRefusals) {
   EXPECT_EQ(c->rope.original_max_position_embeddings, 64);  // llama.cpp's: context_length
   EXPECT_EQ(c->rope.attention_factor, 1.0);                 // llama.cpp's when the key is missing
   EXPECT_EQ(c->sliding_window_of(0), 8);
+}
+
+// llama.cpp's attention.sliding_window_pattern: a group size, or one bool per layer.
+TEST(ModelConfigGguf, SlidingWindowPatternAsGroupSizeOrPerLayer) {
+  GgufSpec gemma3 = gguf_spec("gemma3");
+  gemma3.kv.emplace_back("gemma3.block_count", uint32_t{3});
+  gemma3.kv.erase(gemma3.kv.begin() + 3);  // the 1-layer block_count of gguf_spec
+  gemma3.kv.emplace_back("gemma3.attention.sliding_window", uint32_t{8});
+  auto c = config_of(gemma3);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->layer_sliding_windows, (std::vector<int64_t>{8, 8, 8}));  // default 6: all local
+  GgufSpec grouped = gemma3;
+  grouped.kv.emplace_back("gemma3.attention.sliding_window_pattern", uint32_t{2});
+  c = config_of(grouped);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->layer_sliding_windows, (std::vector<int64_t>{8, 0, 8}));
+  GgufSpec flags = gemma3;
+  flags.kv.emplace_back("gemma3.attention.sliding_window_pattern",
+                        std::vector<bool>{false, true, true});
+  c = config_of(flags);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->layer_sliding_windows, (std::vector<int64_t>{0, 8, 8}));
+  GgufSpec short_list = gemma3;
+  short_list.kv.emplace_back("gemma3.attention.sliding_window_pattern",
+                             std::vector<bool>{true, false});
+  EXPECT_NE(gguf_error(short_list).find("has 2 entries for 3 layers"), std::string::npos);
+}
+
+// Experts from GGUF as llama.cpp reads them: a "llama" with experts is Mixtral; Qwen2-MoE's widths
+// and its shared expert; experts where llama.cpp has none are refused.
+TEST(ModelConfigGguf, Experts) {
+  GgufSpec mixtral = gguf_spec("llama");
+  mixtral.kv.emplace_back("llama.expert_count", uint32_t{4});
+  mixtral.kv.emplace_back("llama.expert_used_count", uint32_t{2});
+  auto c = config_of(mixtral);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, Architecture::kMixtral);
+  EXPECT_EQ(c->moe.num_experts, 4);
+  EXPECT_EQ(c->moe.expert_intermediate_size, 16);  // feed_forward_length
+  EXPECT_TRUE(c->moe.norm_topk_prob);
+  EXPECT_EQ(c->moe.sparse_layers, std::vector<bool>{true});
+  GgufSpec qwen2moe = gguf_spec("qwen2moe");
+  qwen2moe.kv.emplace_back("qwen2moe.expert_count", uint32_t{8});
+  qwen2moe.kv.emplace_back("qwen2moe.expert_used_count", uint32_t{4});
+  qwen2moe.kv.emplace_back("qwen2moe.expert_feed_forward_length", uint32_t{8});
+  qwen2moe.kv.emplace_back("qwen2moe.expert_shared_feed_forward_length", uint32_t{32});
+  c = config_of(qwen2moe);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->architecture, Architecture::kQwen2Moe);
+  EXPECT_EQ(c->moe.expert_intermediate_size, 8);
+  EXPECT_EQ(c->moe.shared_expert_intermediate_size, 32);
+  EXPECT_FALSE(c->moe.norm_topk_prob);  // llama.cpp's qwen2moe does not renormalize
+  EXPECT_FALSE(c->attention_bias);      // no attn_q.bias tensor in this file
+  GgufSpec no_used = gguf_spec("qwen3moe");
+  no_used.kv.emplace_back("qwen3moe.expert_count", uint32_t{8});
+  EXPECT_NE(gguf_error(no_used).find("expert_used_count is missing"), std::string::npos);
+  EXPECT_NE(gguf_error(gguf_spec("qwen3moe")).find("expert_count is missing"), std::string::npos);
+  GgufSpec gemma = gguf_spec("gemma");
+  gemma.kv.emplace_back("gemma.expert_count", uint32_t{8});
+  EXPECT_NE(gguf_error(gemma).find("experts in a 'gemma' model are not supported"),
+            std::string::npos);
 }
 
 TEST(ModelConfigGguf, YarnKeys) {
