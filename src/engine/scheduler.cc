@@ -130,9 +130,10 @@ void Scheduler::release_out_of_window(Sequence& seq) {
   }
 }
 
-int64_t Scheduler::num_free_tokens(const Sequence& seq) const {
-  return (size_of(seq.block_table) + block_manager_.num_free_blocks()) * config_.block_size -
-         seq.num_computed_tokens;
+int64_t Scheduler::num_free_tokens(int64_t num_table_blocks, int64_t num_computed_tokens,
+                                   int64_t num_taken) const {
+  return (num_table_blocks + block_manager_.num_free_blocks() - num_taken) * config_.block_size -
+         num_computed_tokens;
 }
 
 void Scheduler::preempt_newest() {
@@ -203,7 +204,10 @@ ScheduledBatch Scheduler::schedule() {
     if (n == 0) continue;
     // NOTE: under a window a sequence's chunk shrinks to the free blocks before any sequence is
     // preempted for it: its blocks are bounded, so even one token a step makes progress.
-    if (windowed) n = std::max<int64_t>(1, std::min(n, num_free_tokens(seq)));
+    if (windowed) {
+      n = std::max<int64_t>(
+          1, std::min(n, num_free_tokens(size_of(seq.block_table), seq.num_computed_tokens)));
+    }
     const int64_t end = seq.num_computed_tokens + n;
     const int64_t num_new_blocks = num_blocks_for(end) - size_of(seq.block_table);
     while (!block_manager_.can_allocate(num_new_blocks) && running_.size() > i + 1) {
@@ -260,11 +264,7 @@ ScheduledBatch Scheduler::schedule() {
     const auto num_revived = static_cast<int64_t>(std::ranges::count_if(
         in_window, [&](int32_t id) { return block_manager_.is_evictable(id); }));
     if (windowed) {
-      const int64_t room =
-          (size_of(match.block_ids) + block_manager_.num_free_blocks() - num_revived) *
-              config_.block_size -
-          num_cached_tokens;
-      n = std::min(n, room);
+      n = std::min(n, num_free_tokens(size_of(match.block_ids), num_cached_tokens, num_revived));
       if (n < 1) break;
     }
     const int64_t num_new_blocks = num_blocks_for(num_cached_tokens + n) - size_of(match.block_ids);

@@ -134,9 +134,11 @@ class Scheduler {
   // Under a window: releases the blocks wholly before the window of seq's next position
   // (kv_window.h), leaving placeholders in its table.
   void release_out_of_window(Sequence& seq);
-  // Token slots seq could compute into from its next position: its table's blocks and the free
-  // ones.
-  int64_t num_free_tokens(const Sequence& seq) const;
+  // Token slots a sequence could compute into from its next position (num_computed_tokens):
+  // its table's num_table_blocks blocks and the free ones, less num_taken free blocks (cached
+  // blocks an admission revives).
+  int64_t num_free_tokens(int64_t num_table_blocks, int64_t num_computed_tokens,
+                          int64_t num_taken = 0) const;
   void preempt_newest();
   ScheduledSequence entry(const Sequence& seq, int64_t num_tokens) const;
   // The most prompt tokens (up to max_tokens) an entry starting at first_position can add to a

@@ -1,11 +1,12 @@
-// Helpers shared by the scheduler tests: a batch as comparable tuples, and a prompt of
-// consecutive ids.
+// Helpers shared by the scheduler tests: a batch as comparable tuples and block tables, a prompt
+// of consecutive ids, and the scheduler's invariants as an expectation.
 #pragma once
 
 #include <cstdint>
 #include <tuple>
 #include <vector>
 
+#include "base/result.h"
 #include "engine/engine_request.h"
 #include "engine/scheduled_batch.h"
 
@@ -21,6 +22,13 @@ inline std::vector<Entry> entries(const ScheduledBatch& batch) {
   return out;
 }
 
+// The block tables of a batch's entries, in batch order.
+inline std::vector<std::vector<int32_t>> tables(const ScheduledBatch& batch) {
+  std::vector<std::vector<int32_t>> out;
+  for (const ScheduledSequence& s : batch.sequences) out.push_back(s.block_table);
+  return out;
+}
+
 // A prompt of `prompt_len` ids first_id, first_id + 1, ...
 inline EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t first_id = 100) {
   EngineRequest r;
@@ -31,3 +39,10 @@ inline EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t
 }
 
 }  // namespace lm::testing_helpers
+
+// EXPECT that Scheduler::check_invariants holds, with its message when it does not.
+#define EXPECT_INVARIANTS(scheduler)                    \
+  do {                                                  \
+    Status status = (scheduler).check_invariants();     \
+    EXPECT_TRUE(status.ok()) << status.error().message; \
+  } while (0)

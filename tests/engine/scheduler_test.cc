@@ -17,6 +17,7 @@ namespace {
 using testing_helpers::entries;
 using testing_helpers::Entry;
 using testing_helpers::request;
+using testing_helpers::tables;
 
 std::vector<SampleResult> samples(std::initializer_list<int32_t> ids) {
   std::vector<SampleResult> out;
@@ -36,19 +37,6 @@ EngineConfig config(int64_t prefill_tokens, int64_t total_tokens, int64_t num_bl
   c.num_blocks = num_blocks;
   return c;
 }
-
-// The block tables of a batch's entries, in batch order.
-std::vector<std::vector<int32_t>> tables(const ScheduledBatch& batch) {
-  std::vector<std::vector<int32_t>> out;
-  for (const ScheduledSequence& s : batch.sequences) out.push_back(s.block_table);
-  return out;
-}
-
-#define EXPECT_INVARIANTS(scheduler)                    \
-  do {                                                  \
-    Status status = (scheduler).check_invariants();     \
-    EXPECT_TRUE(status.ok()) << status.error().message; \
-  } while (0)
 
 TEST(Scheduler, AdmitsInFifoOrderWholePromptsThenOneTokenPerStep) {
   Scheduler scheduler(config(100, 1000));

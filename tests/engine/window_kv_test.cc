@@ -18,6 +18,7 @@ namespace {
 using testing_helpers::entries;
 using testing_helpers::Entry;
 using testing_helpers::request;
+using testing_helpers::tables;
 using Tables = std::vector<std::vector<int32_t>>;
 
 constexpr int64_t kWindow = 6;  // position p reads [p - 5, p]
@@ -38,18 +39,6 @@ std::vector<SampleResult> samples_for(const ScheduledBatch& batch, int32_t id = 
   r.id = id;
   return std::vector<SampleResult>(static_cast<size_t>(batch.num_samples()), r);
 }
-
-Tables tables(const ScheduledBatch& batch) {
-  Tables out;
-  for (const ScheduledSequence& s : batch.sequences) out.push_back(s.block_table);
-  return out;
-}
-
-#define EXPECT_INVARIANTS(scheduler)                    \
-  do {                                                  \
-    Status status = (scheduler).check_invariants();     \
-    EXPECT_TRUE(status.ok()) << status.error().message; \
-  } while (0)
 
 TEST(KvWindow, BlocksBeforeTheWindowOfTheNextPosition) {
   // Position 9 reads [4, 9]: block 0 (positions 0-3) is no longer read, block 1 still is.
