@@ -142,7 +142,7 @@ TEST(AttendRows, ARowGivesTheSameBitsAloneOrInAnyGroupOnEveryIsa) {
         return out;
       };
       const auto all = run(0, kAttentionMaxRows);
-      for (int64_t count : {1, 2, 3, 4, 5, 8, 11}) {
+      for (int64_t count : {1, 2, 3, 4, 5, 8, 11, 16, 17, 24}) {
         for (int64_t first = 0; first + count <= kAttentionMaxRows; first += count) {
           const auto some = run(first, count);
           for (int64_t i = 0; i < count * head_dim; ++i)

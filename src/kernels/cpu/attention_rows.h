@@ -26,8 +26,8 @@ namespace lm::kernels {
 
 // Positions scored per tile: their weights stay in L1 next to the rows' accumulators.
 inline constexpr int64_t kAttentionPositionTile = 64;
-// Query rows per attend_rows call: one per lane of a 512-bit register.
-inline constexpr int64_t kAttentionMaxRows = 16;
+// Query rows per attend_rows call: one per lane of two 512-bit registers (attend's groups).
+inline constexpr int64_t kAttentionMaxRows = 32;
 
 }  // namespace lm::kernels
 
@@ -50,46 +50,56 @@ static typename V::Reg softcapped(typename V::Reg s, float cap) {
   return V::mul(V::select(V::less(y, V::zero()), V::sub(V::zero(), t), t), V::set1(cap));
 }
 
-// num_rows <= V::kLanes rows; row r attends to positions [0, num_positions[r]) at k + offsets[p]
-// and v + offsets[p]. scratch: scratch_floats(head_dim) floats. out_rows may alias q_rows.
-// kSoftcap: scores (after scale) become softcap * tanh(score / softcap) before the softmax.
-template <typename V, bool kSoftcap = false>
+// num_rows <= kGroups * V::kLanes rows; row r attends to positions [0, num_positions[r]) at
+// k + offsets[p] and v + offsets[p]. scratch: scratch_floats(head_dim) floats. out_rows may alias
+// q_rows. kSoftcap: scores (after scale) become softcap * tanh(score / softcap) before the
+// softmax. kGroups groups of V::kLanes rows share each pass over the positions: every K and V
+// element loaded serves them all (a prefill chunk's rows re-read the cache kGroups times less);
+// a lane's operations are the same whatever the group count, so the same bits.
+template <typename V, bool kSoftcap = false, int kGroups = 1>
 static void attend(const float* const* q_rows, float* const* out_rows, const int64_t* num_positions,
                    int64_t num_rows, const float* k, const float* v, const int64_t* offsets,
                    int64_t head_dim, float scale, float* scratch, float softcap = 0.0f) {
   using Reg = typename V::Reg;
   constexpr int L = V::kLanes;
-  float* q_t = scratch;                   // [head_dim][L]
-  float* acc_t = q_t + head_dim * L;      // [head_dim][L], unnormalised sum of w * v
-  float* weights = acc_t + head_dim * L;  // [kAttentionPositionTile][L]
-  float limits[L];
+  constexpr int G = kGroups;
+  static_assert(G * L <= kAttentionMaxRows);
+  float* q_t = scratch;                       // [G][head_dim][L]
+  float* acc_t = q_t + G * head_dim * L;      // [G][head_dim][L], unnormalised sum of w * v
+  float* weights = acc_t + G * head_dim * L;  // [kAttentionPositionTile][G][L]
+  float limits[G * L];
   int64_t max_positions = 0;
-  for (int r = 0; r < L; ++r) {
+  for (int r = 0; r < G * L; ++r) {
     const bool used = r < num_rows;
     limits[r] = used ? static_cast<float>(num_positions[r]) : 0.0f;
     if (used) max_positions = std::max(max_positions, num_positions[r]);
-    for (int64_t d = 0; d < head_dim; ++d) q_t[d * L + r] = used ? q_rows[r][d] : 0.0f;
+    float* q_group = q_t + (r / L) * head_dim * L;
+    for (int64_t d = 0; d < head_dim; ++d) q_group[d * L + r % L] = used ? q_rows[r][d] : 0.0f;
   }
-  for (int64_t i = 0; i < head_dim * L; ++i) acc_t[i] = 0.0f;
-  const Reg limit = V::load(limits);
+  for (int64_t i = 0; i < G * head_dim * L; ++i) acc_t[i] = 0.0f;
   const Reg minus_inf = V::set1(-std::numeric_limits<float>::infinity());
   const Reg scale_v = V::set1(scale);
-  Reg running_max = minus_inf;
-  Reg denominator = V::zero();
+  Reg limit[G], running_max[G], denominator[G];
+  for (int g = 0; g < G; ++g) {
+    limit[g] = V::load(limits + g * L);
+    running_max[g] = minus_inf;
+    denominator[g] = V::zero();
+  }
 
   for (int64_t p0 = 0; p0 < max_positions; p0 += kAttentionPositionTile) {
     const int64_t tile = std::min(kAttentionPositionTile, max_positions - p0);
-    // Scores, four positions at a time (four independent FMA chains over d).
-    Reg tile_max = minus_inf;
-    const auto finish_score = [&](Reg s, int64_t j) {
-      const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit);
+    // Scores, four positions at a time (four independent FMA chains over d per group).
+    Reg tile_max[G];
+    for (int g = 0; g < G; ++g) tile_max[g] = minus_inf;
+    const auto finish_score = [&](Reg s, int64_t j, int g) {
+      const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit[g]);
       if constexpr (kSoftcap) {
         s = V::select(valid, softcapped<V>(V::mul(s, scale_v), softcap), minus_inf);
       } else {
         s = V::select(valid, V::mul(s, scale_v), minus_inf);
       }
-      V::store(weights + j * L, s);
-      tile_max = V::max(tile_max, s);
+      V::store(weights + (j * G + g) * L, s);
+      tile_max[g] = V::max(tile_max[g], s);
     };
     int64_t j = 0;
     for (; j + 4 <= tile; j += 4) {
@@ -97,68 +107,96 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
       const float* k1 = k + offsets[p0 + j + 1];
       const float* k2 = k + offsets[p0 + j + 2];
       const float* k3 = k + offsets[p0 + j + 3];
-      Reg s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+      Reg s0[G], s1[G], s2[G], s3[G];
+      for (int g = 0; g < G; ++g) s0[g] = s1[g] = s2[g] = s3[g] = V::zero();
       for (int64_t d = 0; d < head_dim; ++d) {
-        const Reg qd = V::load(q_t + d * L);
-        s0 = V::fmadd(qd, V::set1(k0[d]), s0);
-        s1 = V::fmadd(qd, V::set1(k1[d]), s1);
-        s2 = V::fmadd(qd, V::set1(k2[d]), s2);
-        s3 = V::fmadd(qd, V::set1(k3[d]), s3);
+        const Reg b0 = V::set1(k0[d]), b1 = V::set1(k1[d]), b2 = V::set1(k2[d]),
+                  b3 = V::set1(k3[d]);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const Reg qd = V::load(q_t + (g * head_dim + d) * L);
+          s0[g] = V::fmadd(qd, b0, s0[g]);
+          s1[g] = V::fmadd(qd, b1, s1[g]);
+          s2[g] = V::fmadd(qd, b2, s2[g]);
+          s3[g] = V::fmadd(qd, b3, s3[g]);
+        }
       }
-      finish_score(s0, j);
-      finish_score(s1, j + 1);
-      finish_score(s2, j + 2);
-      finish_score(s3, j + 3);
+      for (int g = 0; g < G; ++g) {
+        finish_score(s0[g], j, g);
+        finish_score(s1[g], j + 1, g);
+        finish_score(s2[g], j + 2, g);
+        finish_score(s3[g], j + 3, g);
+      }
     }
     for (; j < tile; ++j) {
       const float* kj = k + offsets[p0 + j];
-      Reg s = V::zero();
-      for (int64_t d = 0; d < head_dim; ++d) s = V::fmadd(V::load(q_t + d * L), V::set1(kj[d]), s);
-      finish_score(s, j);
+      Reg s[G];
+      for (int g = 0; g < G; ++g) s[g] = V::zero();
+      for (int64_t d = 0; d < head_dim; ++d) {
+        const Reg b = V::set1(kj[d]);
+        for (int g = 0; g < G; ++g) s[g] = V::fmadd(V::load(q_t + (g * head_dim + d) * L), b, s[g]);
+      }
+      for (int g = 0; g < G; ++g) finish_score(s[g], j, g);
     }
     // Rescale what came before when a row's max grew (exp(-inf) on a row's first tile: its sums
     // are still zero); rows whose max did not grow multiply by exactly 1.
-    const auto grew = V::less(running_max, tile_max);
-    const Reg correction =
-        V::select(grew, lanes::exp_nonpositive<V>(V::sub(running_max, tile_max)), V::set1(1.0f));
-    running_max = V::max(running_max, tile_max);
-    for (int64_t d = 0; d < head_dim; ++d)
-      V::store(acc_t + d * L, V::mul(V::load(acc_t + d * L), correction));
-    denominator = V::mul(denominator, correction);
-    for (j = 0; j < tile; ++j) {
-      const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit);
-      const Reg w =
-          V::select(valid, lanes::exp_nonpositive<V>(V::sub(V::load(weights + j * L), running_max)),
-                    V::zero());
-      V::store(weights + j * L, w);
-      denominator = V::add(denominator, w);
-    }
-    // acc^T += w x V, eight head dimensions in registers at a time.
-    int64_t d0 = 0;
-    for (; d0 + 8 <= head_dim; d0 += 8) {
-      Reg a[8];
-#pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) a[t] = V::load(acc_t + (d0 + t) * L);
+    for (int g = 0; g < G; ++g) {
+      const auto grew = V::less(running_max[g], tile_max[g]);
+      const Reg correction = V::select(
+          grew, lanes::exp_nonpositive<V>(V::sub(running_max[g], tile_max[g])), V::set1(1.0f));
+      running_max[g] = V::max(running_max[g], tile_max[g]);
+      float* acc_g = acc_t + g * head_dim * L;
+      for (int64_t d = 0; d < head_dim; ++d)
+        V::store(acc_g + d * L, V::mul(V::load(acc_g + d * L), correction));
+      denominator[g] = V::mul(denominator[g], correction);
       for (j = 0; j < tile; ++j) {
-        const Reg w = V::load(weights + j * L);
+        const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit[g]);
+        float* w_slot = weights + (j * G + g) * L;
+        const Reg w = V::select(
+            valid, lanes::exp_nonpositive<V>(V::sub(V::load(w_slot), running_max[g])), V::zero());
+        V::store(w_slot, w);
+        denominator[g] = V::add(denominator[g], w);
+      }
+    }
+    // acc^T += w x V, kDims head dimensions of every group in registers at a time (16 vector
+    // accumulators at most: what an AVX2 register file holds beside the weights).
+    constexpr int kDims = 8 / G > 0 ? 8 / G : 1;
+    int64_t d0 = 0;
+    for (; d0 + kDims <= head_dim; d0 += kDims) {
+      Reg a[G][kDims];
+      for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+        for (int t = 0; t < kDims; ++t) a[g][t] = V::load(acc_t + (g * head_dim + d0 + t) * L);
+      }
+      for (j = 0; j < tile; ++j) {
+        Reg w[G];
+        for (int g = 0; g < G; ++g) w[g] = V::load(weights + (j * G + g) * L);
         const float* vj = v + offsets[p0 + j] + d0;
 #pragma GCC unroll 8
-        for (int t = 0; t < 8; ++t) a[t] = V::fmadd(w, V::set1(vj[t]), a[t]);
+        for (int t = 0; t < kDims; ++t) {
+          const Reg b = V::set1(vj[t]);
+          for (int g = 0; g < G; ++g) a[g][t] = V::fmadd(w[g], b, a[g][t]);
+        }
       }
+      for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) V::store(acc_t + (d0 + t) * L, a[t]);
+        for (int t = 0; t < kDims; ++t) V::store(acc_t + (g * head_dim + d0 + t) * L, a[g][t]);
+      }
     }
     for (; d0 < head_dim; ++d0) {
-      Reg a = V::load(acc_t + d0 * L);
-      for (j = 0; j < tile; ++j)
-        a = V::fmadd(V::load(weights + j * L), V::set1(v[offsets[p0 + j] + d0]), a);
-      V::store(acc_t + d0 * L, a);
+      for (int g = 0; g < G; ++g) {
+        Reg a = V::load(acc_t + (g * head_dim + d0) * L);
+        for (j = 0; j < tile; ++j)
+          a = V::fmadd(V::load(weights + (j * G + g) * L), V::set1(v[offsets[p0 + j] + d0]), a);
+        V::store(acc_t + (g * head_dim + d0) * L, a);
+      }
     }
   }
-  float inv[L];
-  V::store(inv, V::div(V::set1(1.0f), denominator));
+  float inv[G * L];
+  for (int g = 0; g < G; ++g) V::store(inv + g * L, V::div(V::set1(1.0f), denominator[g]));
   for (int r = 0; r < num_rows; ++r) {
-    for (int64_t d = 0; d < head_dim; ++d) out_rows[r][d] = acc_t[d * L + r] * inv[r];
+    const float* acc_r = acc_t + (r / L) * head_dim * L + r % L;
+    for (int64_t d = 0; d < head_dim; ++d) out_rows[r][d] = acc_r[d * L] * inv[r];
   }
 }
 
@@ -516,10 +554,16 @@ static void attend_any(const float* const* q_rows, float* const* out_rows,
                        scratch);
     return;
   }
-  for (int64_t r0 = 0; r0 < num_rows; r0 += Wide::kLanes) {
-    attend<Wide>(q_rows + r0, out_rows + r0, num_positions + r0,
-                 std::min<int64_t>(Wide::kLanes, num_rows - r0), k, v, offsets, head_dim, scale,
-                 scratch);
+  // Two groups of lanes per pass over the positions: the K/V rows are read half as often.
+  for (int64_t r0 = 0; r0 < num_rows; r0 += 2 * Wide::kLanes) {
+    const int64_t n = std::min<int64_t>(2 * Wide::kLanes, num_rows - r0);
+    if (n > Wide::kLanes) {
+      attend<Wide, false, 2>(q_rows + r0, out_rows + r0, num_positions + r0, n, k, v, offsets,
+                             head_dim, scale, scratch);
+    } else {
+      attend<Wide>(q_rows + r0, out_rows + r0, num_positions + r0, n, k, v, offsets, head_dim,
+                   scale, scratch);
+    }
   }
 }
 
