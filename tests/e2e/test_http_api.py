@@ -338,6 +338,8 @@ VALIDATION_CASES = [
     # First failure wins: sampling-for-best_of, temperature, repetition_penalty, ...
     ({"temperature": 0.0, "top_p": 1.0, "top_k": 0}, "`temperature` must be strictly positive"),
     ({"top_p": 1.5, "typical_p": 2.0, "top_k": 0}, "`top_p` must be > 0.0 and < 1.0"),
+    # Ours (TGI serves an unknown adapter with the base model, silently): refused.
+    ({"adapter_id": "org/lora"}, "`adapter_id` `org/lora` is not loaded: this server serves no LoRA adapters"),
 ]  # fmt: skip
 
 

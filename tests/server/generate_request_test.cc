@@ -308,6 +308,11 @@ TEST(ValidateParameters, EachRuleHasTgisMessage) {
             "Input validation error: `watermark` == true is not supported: this server has no "
             "watermarking logits processor");
   EXPECT_EQ(invalid(params(R"({"watermark":false})")), "");
+  // Ours (fail closed; TGI would serve the base model): no adapter is ever loaded.
+  EXPECT_EQ(invalid(params(R"({"adapter_id":"org/lora"})")),
+            "Input validation error: `adapter_id` `org/lora` is not loaded: this server serves no "
+            "LoRA adapters");
+  EXPECT_EQ(invalid(params(R"({"adapter_id":null})")), "");
 }
 
 TEST(ValidateParameters, BestOfRules) {

@@ -53,6 +53,12 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
     return validation_error(
         "`watermark` == true is not supported: this server has no watermarking logits processor");
   }
+  // Fail closed as well: TGI serves an unknown adapter with the base model, silently; a caller
+  // naming one must not get the base model's text as if it were the adapter's.
+  if (p.adapter_id) {
+    return validation_error("`adapter_id` `" + *p.adapter_id +
+                            "` is not loaded: this server serves no LoRA adapters");
+  }
   ValidGenerateRequest v;
   v.best_of = p.best_of.value_or(1);
   const bool sampling = p.do_sample || p.temperature || p.top_k || p.top_p || p.typical_p;
@@ -122,7 +128,6 @@ std::variant<ValidGenerateRequest, ApiError> validate_parameters(ParsedGenerateR
   v.details = p.details;
   v.decoder_input_details = p.decoder_input_details;
   v.grammar = std::move(p.grammar);
-  v.adapter_id = std::move(p.adapter_id);
   return v;
 }
 

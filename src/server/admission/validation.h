@@ -43,7 +43,6 @@ struct ValidGenerateRequest {
   uint32_t top_n_tokens = 0;
   uint64_t best_of = 1;  // > 1 only when asked for (0 behaves as 1)
   std::optional<GrammarParameter> grammar;
-  std::optional<std::string> adapter_id;
   // Set by validate_lengths:
   std::optional<GrammarSpec> grammar_spec;  // what `grammar` asks for, checked as TGI does
   uint32_t input_length = 0;                // prompt tokens after truncation

@@ -556,7 +556,10 @@ GenerateParameters shared_generate_parameters(const OpenAiRequest& request) {
   p.stop = request.stop;
   p.seed = request.seed;
   p.details = true;
-  if (request.model && *request.model != "tgi") p.adapter_id = request.model;
+  // NOTE: TGI takes a `model` other than "tgi" as a LoRA adapter id and serves unknown ones with
+  // the base model. OpenAI clients fill `model` with anything (the served repo id, a name their
+  // code was written for), so with no adapters every model string is served by the base model
+  // and echoed back, as TGI and llama.cpp do; only an explicit `adapter_id` is refused.
   return p;
 }
 
