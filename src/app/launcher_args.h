@@ -77,6 +77,10 @@ struct LauncherArgs {
   double kv_cache_memory_fraction = 0.5;
   std::string device = "cpu";
   bool prefix_caching = true;  // env PREFIX_CACHING, as TGI's launcher passes it
+  // The most MiB of cached prefix blocks kept resident with no request using them (env
+  // PREFIX_CACHE_MAX_MIB); past it the least recently used are dropped and their memory handed
+  // back. Unset: a quarter of the KV cache; -1: no limit (the whole pool may fill).
+  std::optional<int64_t> prefix_cache_max_mib;
   int64_t kv_block_size = 16;
   // The inter-token latency target of a step while sequences decode (env MAX_STEP_LATENCY_MS):
   // long prompts are prefilled in chunks that keep each step within it. 0: one chunk per step

@@ -180,6 +180,12 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "Reuse the KV cache of shared prompt prefixes (true/false)")
       ->envname("PREFIX_CACHING")
       ->capture_default_str();
+  app.add_option("--prefix-cache-max-mib", a.prefix_cache_max_mib,
+                 "MiB of unused cached prefixes kept resident; the least recently used beyond it "
+                 "are dropped and their memory returned (default: a quarter of the KV cache; -1: "
+                 "no limit)")
+      ->envname("PREFIX_CACHE_MAX_MIB")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   app.add_option("--kv-block-size", a.kv_block_size, "Tokens per KV cache block")
       ->envname("KV_BLOCK_SIZE")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}))

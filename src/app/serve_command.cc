@@ -199,9 +199,18 @@ int run_server(const LauncherArgs& args) {
   const std::vector<int64_t>& windows = config.layer_sliding_windows;
   if (!windows.empty() && std::ranges::all_of(windows, [](int64_t w) { return w > 0; }))
     engine_config.kv_window_tokens = std::ranges::max(windows);
+  // Unused cached prefixes are kept resident up to a budget (a quarter of the pool by default),
+  // so that resident memory follows the working set rather than growing to the whole pool.
+  const int64_t kv_bytes_per_block = plan.limits.kv_bytes_per_token * engine_config.block_size;
+  if (!args.prefix_cache_max_mib) {
+    engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
+  } else if (*args.prefix_cache_max_mib >= 0) {
+    engine_config.max_cached_blocks = (*args.prefix_cache_max_mib << 20) / kv_bytes_per_block;
+  }
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);
   plan.prefix_caching = engine_config.prefix_caching;
+  plan.prefix_cache_max_blocks = engine_config.max_cached_blocks;
   plan.max_step_latency_ms = engine_config.max_step_latency_ms;
   if (args.dry_run) {
     std::fputs((args.json_output ? plan_json(plan) + "\n" : plan_text(plan)).c_str(), stdout);
@@ -255,6 +264,7 @@ int run_server(const LauncherArgs& args) {
   state.tokenizer = tokenizer->get();
   state.engine = &engine;
   ServerSettings& served = state.settings;
+  served.kv_bytes_per_block = kv_bytes_per_block;
   served.limits.max_best_of = static_cast<size_t>(args.max_best_of);
   served.limits.max_stop_sequences = static_cast<size_t>(args.max_stop_sequences);
   served.limits.max_top_n_tokens = static_cast<uint32_t>(args.max_top_n_tokens);

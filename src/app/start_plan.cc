@@ -65,6 +65,12 @@ std::string plan_text(const StartPlan& p) {
   out += fmt::format("max_batch_size: {}\n", optional_text(s.max_batch_size));
   out += fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}\n", p.kv_num_blocks,
                      p.kv_block_size, p.prefix_caching ? "on" : "off");
+  if (p.prefix_caching) {
+    out += p.prefix_cache_max_blocks >= 0
+               ? fmt::format("Prefix cache: at most {} unused blocks kept resident\n",
+                             p.prefix_cache_max_blocks)
+               : std::string("Prefix cache: no limit on unused blocks kept resident\n");
+  }
   out +=
       p.max_step_latency_ms > 0
           ? fmt::format("Step latency target: {} ms (prompt chunks capped while others decode)\n",
@@ -119,6 +125,7 @@ std::string plan_json(const StartPlan& p) {
             {"kv_block_size", p.kv_block_size},
             {"kv_num_blocks", p.kv_num_blocks},
             {"prefix_caching", p.prefix_caching},
+            {"prefix_cache_max_blocks", p.prefix_cache_max_blocks},
             {"max_step_latency_ms", p.max_step_latency_ms}};
   return j.dump();
 }

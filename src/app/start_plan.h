@@ -30,6 +30,7 @@ struct StartPlan {
   int64_t kv_block_size = 16;
   int64_t kv_num_blocks = 0;
   bool prefix_caching = true;
+  int64_t prefix_cache_max_blocks = -1;  // unused cached blocks kept resident (-1: no limit)
   int64_t max_step_latency_ms = 0;  // the step latency target (0: prefill chunks are not capped)
 };
 

@@ -20,8 +20,10 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-BlockManager::BlockManager(int64_t num_blocks, int64_t block_size)
-    : block_size_(block_size), blocks_(static_cast<size_t>(num_blocks)) {
+BlockManager::BlockManager(int64_t num_blocks, int64_t block_size, int64_t max_evictable_blocks)
+    : block_size_(block_size),
+      blocks_(static_cast<size_t>(num_blocks)),
+      max_evictable_(max_evictable_blocks < 0 ? num_blocks : max_evictable_blocks) {
   LM_CHECK(block_size >= 1);
   LM_CHECK(num_blocks >= 2);
   for (int64_t id = 1; id < num_blocks; ++id) free_ids_.push_back(static_cast<int32_t>(id));
@@ -77,6 +79,10 @@ int32_t BlockManager::allocate() {
   Block& b = block(block_id);
   LM_CHECK(b.ref_count == 0);
   b.ref_count = 1;
+  // Written again before anything reads it: a pending return would only drop that.
+  b.return_pending = false;
+  if (!b.resident) ++num_resident_;
+  b.resident = true;
   return block_id;
 }
 
@@ -86,9 +92,36 @@ void BlockManager::release(int32_t block_id) {
   if (--b.ref_count > 0) return;
   if (b.hash) {
     b.evictable_pos = evictable_ids_.insert(evictable_ids_.end(), block_id);
+    if (static_cast<int64_t>(evictable_ids_.size()) > max_evictable_) return_least_recently_used();
   } else {
-    free_ids_.push_back(block_id);
+    free_ids_.push_front(block_id);
   }
+}
+
+void BlockManager::return_least_recently_used() {
+  const int32_t block_id = evictable_ids_.front();
+  evictable_ids_.pop_front();
+  Block& b = block(block_id);
+  cached_ids_.erase(*b.hash);
+  b.hash.reset();
+  b.token_ids.clear();
+  b.resident = false;
+  --num_resident_;
+  b.return_pending = true;
+  returned_ids_.push_back(block_id);
+  free_ids_.push_back(block_id);
+}
+
+std::vector<int32_t> BlockManager::take_returned_blocks() {
+  std::vector<int32_t> out;
+  for (int32_t id : returned_ids_) {
+    Block& b = block(id);
+    if (!b.return_pending) continue;  // allocated again since
+    b.return_pending = false;
+    out.push_back(id);
+  }
+  returned_ids_.clear();
+  return out;
 }
 
 bool BlockManager::cache(int32_t block_id, uint64_t hash, uint64_t parent_hash,
@@ -115,15 +148,23 @@ Status BlockManager::check_invariants() const {
     if (b.ref_count != 0 || b.hash) return fail("free but referenced or cached", id);
     ++num_listed[static_cast<size_t>(id)];
   }
+  if (static_cast<int64_t>(evictable_ids_.size()) > max_evictable_)
+    return fail("more evictable blocks than the budget", 0);
   for (int32_t id : evictable_ids_) {
     if (id < 1 || id >= num_blocks()) return fail("an evictable id out of range", id);
     const Block& b = blocks_[static_cast<size_t>(id)];
     if (b.ref_count != 0 || !b.hash) return fail("evictable but referenced or uncached", id);
     ++num_listed[static_cast<size_t>(id)];
   }
+  int64_t num_resident = 0;
   for (int64_t id = 1; id < num_blocks(); ++id) {
     const Block& b = blocks_[static_cast<size_t>(id)];
     if (b.ref_count < 0) return fail("a negative reference count", id);
+    num_resident += b.resident ? 1 : 0;
+    if ((b.ref_count > 0 || b.hash) && !b.resident)
+      return fail("referenced or cached but not resident", id);
+    if (b.return_pending && (b.resident || b.ref_count > 0))
+      return fail("to be returned but in use", id);
     const int expected = b.ref_count == 0 ? 1 : 0;
     if (num_listed[static_cast<size_t>(id)] != expected)
       return fail(b.ref_count == 0 ? "unreferenced but neither free nor evictable (leaked)"
@@ -136,6 +177,7 @@ Status BlockManager::check_invariants() const {
         return fail("cached but not full", id);
     }
   }
+  if (num_resident != num_resident_) return fail("the resident count is off", 0);
   for (const auto& [hash, id] : cached_ids_) {
     if (id < 1 || id >= num_blocks() || blocks_[static_cast<size_t>(id)].hash != hash)
       return fail("mapped but not cached under that hash", id);

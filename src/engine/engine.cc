@@ -104,18 +104,27 @@ void Engine::step() {
   drop_cancelled();
   StepTimer step_timer;
   ScheduledBatch batch = scheduler_.schedule();
+  // Before the batch computes: a block dropped from the cache while scheduling and allocated
+  // again by it is no longer listed, so no page the batch writes is handed back.
+  return_blocks();
   publish_stats(batch.num_tokens());  // /metrics sees the batch while it computes
   if (batch.empty()) return;          // everything left was cancelled
   notify_admitted(batch);
   StepStats stats =
       count_step(batch, config_.kv_window_tokens);  // before update advances the sequences
   compute(batch, stats);
+  return_blocks();  // what finishing sequences released, before the engine may go idle
   stats.step_seconds = step_timer.lap();
   if (!stats.failed) scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);
   // After the step, never inside it; before the stats show it done, so that a /metrics that
   // shows an idle engine holds every step's metrics.
   if (observer_) observer_(stats);
   publish_stats(batch.num_tokens());
+}
+
+void Engine::return_blocks() {
+  if (std::vector<int32_t> ids = scheduler_.take_returned_blocks(); !ids.empty())
+    executor_->return_blocks(ids);
 }
 
 void Engine::notify_admitted(const ScheduledBatch& batch) {
@@ -184,6 +193,7 @@ void Engine::publish_stats(int64_t num_batch_tokens) {
   stats_.total_steps = total_steps_;
   stats_.num_blocks_used = scheduler_.num_blocks_used();
   stats_.num_blocks_total = scheduler_.num_blocks_total();
+  stats_.num_blocks_resident = scheduler_.num_blocks_resident();
   stats_.prefix_cache_query_tokens = scheduler_.prefix_cache_query_tokens();
   stats_.prefix_cache_hit_tokens = scheduler_.prefix_cache_hit_tokens();
   stats_.num_preemptions = scheduler_.num_preemptions();

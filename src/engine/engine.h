@@ -30,6 +30,7 @@ struct EngineStats {
   int64_t total_steps = 0;          // steps run since start
   int64_t num_blocks_used = 0;      // KV blocks referenced by running sequences
   int64_t num_blocks_total = 0;     // usable KV blocks (block 0 is reserved)
+  int64_t num_blocks_resident = 0;  // KV blocks written and not handed back since
   // Counters since start: tokens looked up in the prefix cache on admission and those found.
   int64_t prefix_cache_query_tokens = 0;
   int64_t prefix_cache_hit_tokens = 0;
@@ -71,6 +72,8 @@ class Engine {
   void step();
   // Tells the sinks of the sequences the batch admitted that they left the queue.
   void notify_admitted(const ScheduledBatch& batch);
+  // Hands the executor the blocks the scheduler dropped from the prefix cache for its budget.
+  void return_blocks();
   // Executes the batch, applies and delivers its results (or fails it), timing each part.
   void compute(const ScheduledBatch& batch, StepStats& stats);
   void drop_cancelled();

@@ -23,6 +23,11 @@ struct EngineConfig {
   int64_t num_blocks = 0;
   // Reuse the K/V of full blocks whose token prefix an earlier sequence computed (spec §5.5).
   bool prefix_caching = true;
+  // The most cached blocks kept resident with no sequence referencing them (ours,
+  // --prefix-cache-max-mib): past it the least recently used one is dropped and its memory
+  // handed back (Executor::return_blocks), so resident memory follows the working set instead of
+  // filling the whole pool with old prefixes. < 0: no limit.
+  int64_t max_cached_blocks = -1;
   // The inter-token latency target (ours, --max-step-latency-ms): when a step serves more than
   // one sequence, it takes only the prompt tokens its predicted time (StepCostModel) leaves room
   // for, and a prompt arriving behind a long one is admitted in the next step. 0: prompts take

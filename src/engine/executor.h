@@ -37,6 +37,10 @@ class Executor {
   // a sequence the executor never saw (it was removed while waiting).
   virtual void release(int64_t seq_id) = 0;
 
+  // These blocks' K/V will never be read again before they are written: their memory may go back
+  // to the OS (BlockManager::take_returned_blocks). Never called with a block a batch uses.
+  virtual void return_blocks(const std::vector<int32_t>& block_ids) { (void)block_ids; }
+
   // How the last execute() spent its time (for the engine's StepStats).
   virtual ExecuteTimings last_timings() const { return {}; }
 };

@@ -22,7 +22,8 @@ int64_t chunk_limit(const Sequence& seq, int64_t budget) {
 }  // namespace
 
 Scheduler::Scheduler(EngineConfig config)
-    : config_(std::move(config)), block_manager_(kv_num_blocks(config_), config_.block_size) {
+    : config_(std::move(config)),
+      block_manager_(kv_num_blocks(config_), config_.block_size, config_.max_cached_blocks) {
   LM_CHECK(!config_.max_batch_size || *config_.max_batch_size >= 1);
   LM_CHECK(config_.max_batch_prefill_tokens >= 1);
   LM_CHECK(config_.max_batch_total_tokens >= 1);

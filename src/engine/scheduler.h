@@ -104,6 +104,9 @@ class Scheduler {
   int64_t num_reserved_tokens() const { return num_reserved_tokens_; }
   int64_t num_blocks_used() const { return block_manager_.num_used_blocks(); }
   int64_t num_blocks_total() const { return block_manager_.num_usable_blocks(); }
+  int64_t num_blocks_resident() const { return block_manager_.num_resident_blocks(); }
+  // Blocks whose memory can be handed back (BlockManager::take_returned_blocks).
+  std::vector<int32_t> take_returned_blocks() { return block_manager_.take_returned_blocks(); }
   // Counters since start: prompt (and recomputed) tokens looked up in the prefix cache on
   // admission, how many of them were found, and preemptions.
   int64_t prefix_cache_query_tokens() const { return prefix_cache_query_tokens_; }

@@ -22,6 +22,13 @@ class KvPool {
   // K and V bytes one token takes over all layers (how the launcher sizes the pool).
   static int64_t bytes_per_token(const ModelConfig& config);
 
+  // Hands the memory of these blocks back to the OS in every layer (the whole pages inside each
+  // block's K and V rows): they read as zeros until written again. Resident memory then follows
+  // the blocks in use (BlockManager::take_returned_blocks).
+  void return_pages(const std::vector<int32_t>& block_ids);
+  // Bytes of one block over all layers, K and V.
+  int64_t bytes_per_block() const;
+
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
   PagedKvView& view() { return view_; }

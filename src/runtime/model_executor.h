@@ -33,6 +33,9 @@ class ModelExecutor final : public Executor {
   Status check_request(const EngineRequest& request) const override;
   Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) override;
   void release(int64_t seq_id) override;
+  void return_blocks(const std::vector<int32_t>& block_ids) override {
+    kv_.return_pages(block_ids);
+  }
   ExecuteTimings last_timings() const override { return timings_; }
 
   // Fail a step whose sampled rows hold a NaN or infinite logit instead of sampling from it

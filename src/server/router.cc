@@ -110,7 +110,7 @@ void respond_health(ServerState& state, HttpRequest, std::shared_ptr<ResponseStr
 }
 
 void respond_metrics(ServerState& state, HttpRequest, std::shared_ptr<ResponseStream> response) {
-  publish_engine_stats(state.metrics, state.engine->stats());
+  publish_engine_stats(state.metrics, state.engine->stats(), state.settings.kv_bytes_per_block);
   response->respond({200, {{"Content-Type", "text/plain; version=0.0.4"}}, state.metrics.render()});
 }
 

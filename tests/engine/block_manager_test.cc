@@ -37,9 +37,74 @@ TEST(BlockManager, HandsOutBlocksOneUpInOrderNeverBlockZero) {
   bm.release(1);
   EXPECT_TRUE(bm.can_allocate(2));
   EXPECT_FALSE(bm.can_allocate(3));
-  // Freed blocks go to the back of the free list, in release order.
-  EXPECT_EQ(bm.allocate(), 3);
+  // Freed blocks are handed out again most recently freed first (their pages are resident).
   EXPECT_EQ(bm.allocate(), 1);
+  EXPECT_EQ(bm.allocate(), 3);
+  EXPECT_INVARIANTS(bm);
+}
+
+TEST(BlockManager, FreedBlocksComeBackBeforeNeverWrittenOnes) {
+  BlockManager bm(8, 4);
+  for (int i = 0; i < 3; ++i) bm.allocate();  // 1, 2, 3
+  EXPECT_EQ(bm.num_resident_blocks(), 3);
+  bm.release(2);
+  // Block 2 again, not block 4: resident memory stays at the working set.
+  EXPECT_EQ(bm.allocate(), 2);
+  EXPECT_EQ(bm.allocate(), 4);
+  EXPECT_EQ(bm.num_resident_blocks(), 4);
+  // Released blocks stay resident (their pages are reused as they are).
+  bm.release(4);
+  bm.release(1);
+  EXPECT_EQ(bm.num_resident_blocks(), 4);
+  EXPECT_TRUE(bm.take_returned_blocks().empty());
+  EXPECT_INVARIANTS(bm);
+}
+
+TEST(BlockManager, UnusedCachedBlocksPastTheBudgetAreDroppedAndReturned) {
+  BlockManager bm(8, 4, /*max_evictable_blocks=*/2);
+  const std::vector<std::vector<int32_t>> prompts = {{1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}};
+  std::vector<int32_t> ids;
+  for (const auto& tokens : prompts) {
+    ids.push_back(bm.allocate());
+    ASSERT_TRUE(bm.cache(ids.back(), hash_of(tokens), BlockManager::kRootHash, tokens));
+  }
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 3}));
+  bm.release(1);
+  bm.release(2);
+  EXPECT_EQ(bm.num_cached_blocks(), 3);  // two unused, block 3 still referenced
+  EXPECT_TRUE(bm.take_returned_blocks().empty());
+  // The third unused cached block is one past the budget: the least recently used (block 1)
+  // leaves the cache and its memory is to be handed back.
+  bm.release(3);
+  EXPECT_EQ(bm.num_cached_blocks(), 2);
+  EXPECT_FALSE(bm.lookup(hash_of(prompts[0]), BlockManager::kRootHash, prompts[0]));
+  EXPECT_EQ(bm.lookup(hash_of(prompts[1]), BlockManager::kRootHash, prompts[1]), 2);
+  EXPECT_EQ(bm.num_resident_blocks(), 2);
+  EXPECT_EQ(bm.num_free_blocks(), 7);
+  EXPECT_INVARIANTS(bm);
+  EXPECT_EQ(bm.take_returned_blocks(), (std::vector<int32_t>{1}));
+  EXPECT_TRUE(bm.take_returned_blocks().empty());  // listed once
+  // A returned block is handed out after the never-written ones, and is resident again then.
+  std::vector<int32_t> order;
+  for (int i = 0; i < 5; ++i) order.push_back(bm.allocate());
+  EXPECT_EQ(order, (std::vector<int32_t>{4, 5, 6, 7, 1}));
+  EXPECT_EQ(bm.num_resident_blocks(), 7);
+  EXPECT_INVARIANTS(bm);
+}
+
+TEST(BlockManager, AReturnedBlockAllocatedAgainIsNotHandedBack) {
+  // Budget 0: a cached block is dropped as soon as nobody uses it.
+  BlockManager bm(3, 4, /*max_evictable_blocks=*/0);
+  const int32_t id = bm.allocate();
+  ASSERT_TRUE(bm.cache(id, hash_of(kA), BlockManager::kRootHash, kA));
+  EXPECT_EQ(bm.allocate(), 2);
+  bm.release(id);
+  EXPECT_EQ(bm.num_cached_blocks(), 0);
+  EXPECT_EQ(bm.num_resident_blocks(), 1);
+  // Written again before its memory was handed back: handing it back now would lose that.
+  EXPECT_EQ(bm.allocate(), id);
+  EXPECT_TRUE(bm.take_returned_blocks().empty());
+  EXPECT_EQ(bm.num_resident_blocks(), 2);
   EXPECT_INVARIANTS(bm);
 }
 

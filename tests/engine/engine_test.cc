@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -48,6 +50,7 @@ class FakeExecutor : public Executor {
       {
         std::lock_guard lock(mutex_);
         live_.insert(entry.seq_id);
+        tables_[entry.seq_id] = entry.block_table;
         max_batch_size_ = std::max(max_batch_size_, static_cast<int64_t>(batch.sequences.size()));
       }
       if (!entry.samples) continue;
@@ -62,7 +65,24 @@ class FakeExecutor : public Executor {
   void release(int64_t seq_id) override {
     std::lock_guard lock(mutex_);
     live_.erase(seq_id);
+    tables_.erase(seq_id);
     released_.insert(seq_id);
+  }
+
+  void return_blocks(const std::vector<int32_t>& block_ids) override {
+    std::lock_guard lock(mutex_);
+    for (int32_t id : block_ids) {
+      // Never a block a live sequence's table held when it last computed.
+      for (const auto& [seq_id, table] : tables_) {
+        EXPECT_EQ(std::ranges::count(table, id), 0)
+            << "block " << id << " returned while sequence " << seq_id << " holds it";
+      }
+      returned_.push_back(id);
+    }
+  }
+  std::vector<int32_t> returned() const {
+    std::lock_guard lock(mutex_);
+    return returned_;
   }
 
   void set_gate(bool open) {
@@ -97,6 +117,8 @@ class FakeExecutor : public Executor {
   int64_t num_executes_ = 0;
   std::set<int64_t> live_;
   std::set<int64_t> released_;
+  std::map<int64_t, std::vector<int32_t>> tables_;  // live sequences' last block tables
+  std::vector<int32_t> returned_;
   int64_t max_batch_size_ = 0;
 };
 
@@ -344,6 +366,37 @@ TEST(Engine, StatsCountBlocksAndPrefixCacheHits) {
   EXPECT_EQ(s.prefix_cache_query_tokens, 16);
   EXPECT_EQ(s.prefix_cache_hit_tokens, 4);  // whole blocks, leaving the last one to compute
   EXPECT_EQ(s.num_preemptions, 0);
+}
+
+TEST(Engine, UnusedCachedBlocksPastTheBudgetAreHandedToTheExecutor) {
+  EngineConfig config = EngineFixture::small_config();
+  config.max_cached_blocks = 2;
+  EngineFixture f(config);
+  // Three different 8-token prompts, one after another: each leaves 2 full cached blocks.
+  for (int32_t first_id : {3, 4, 5}) {
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(f.engine->submit(request(first_id, 8, 2), sink).ok());
+    ASSERT_TRUE(sink->wait_done());
+    EXPECT_EQ(sink->ids(), expected_ids(first_id, 8, 2));
+    EXPECT_TRUE(wait_until([&] { return f.idle(); }));
+  }
+  // Each request's blocks: 2 prompt blocks cached, then the rest (the generated tokens' block)
+  // freed. Only the last prompt's 2 cached blocks stay; the first two prompts' were handed back.
+  EXPECT_EQ(f.executor->returned().size(), 4u);
+  const EngineStats s = f.engine->stats();
+  EXPECT_EQ(s.num_blocks_used, 0);
+  // Resident: the 2 cached blocks and the freed block every request reused.
+  EXPECT_EQ(s.num_blocks_resident, 3);
+  // The latest prompt is still a cache hit; the first is not.
+  for (auto [first_id, hit] : {std::pair{5, 4}, std::pair{3, 0}}) {
+    const int64_t before = f.engine->stats().prefix_cache_hit_tokens;
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(f.engine->submit(request(first_id, 8, 2), sink).ok());
+    ASSERT_TRUE(sink->wait_done());
+    EXPECT_EQ(sink->ids(), expected_ids(first_id, 8, 2));
+    EXPECT_TRUE(wait_until([&] { return f.idle(); }));
+    EXPECT_EQ(f.engine->stats().prefix_cache_hit_tokens - before, hit) << first_id;
+  }
 }
 
 TEST(Engine, DrainFinishesQueuedAndRunningWorkThenRefusesMore) {

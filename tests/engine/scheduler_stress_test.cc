@@ -1,7 +1,9 @@
 // Scheduler under random load (fixed seeds): arrivals, cancellations, shared prefixes and so few
 // blocks that sequences are preempted. A fake executor keeps a paged token "cache" and samples
 // from what it reads through the block tables, so any wrong table, hit or overwrite changes the
-// output; every request must end with exactly the tokens it gets when run alone.
+// output; every request must end with exactly the tokens it gets when run alone. Blocks the
+// prefix cache's budget hands back are wiped, as their memory is, so a handed-back block that
+// was still read would change the output too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,6 +46,12 @@ class PagedFakeExecutor {
   PagedFakeExecutor(int64_t num_blocks, int64_t block_size)
       : block_size_(block_size), slots_(static_cast<size_t>(num_blocks * block_size), -1) {}
 
+  // The pages of handed-back blocks read as zeros: here, as no token.
+  void return_blocks(const std::vector<int32_t>& block_ids) {
+    for (int32_t id : block_ids)
+      std::fill_n(slots_.begin() + id * block_size_, block_size_, kWiped);
+  }
+
   std::vector<SampleResult> execute(const ScheduledBatch& batch, const BlockManager& blocks) {
     for (const ScheduledSequence& entry : batch.sequences) {
       const int64_t end = entry.first_position + entry.num_tokens;
@@ -76,6 +84,7 @@ class PagedFakeExecutor {
     return slots_[static_cast<size_t>(block_id * block_size_ + p % block_size_)];
   }
 
+  static constexpr int32_t kWiped = -2;
   int64_t block_size_;
   std::vector<int32_t> slots_;
 };
@@ -84,6 +93,7 @@ struct Totals {
   int64_t preemptions = 0;
   int64_t hit_tokens = 0;
   int64_t cancelled = 0;
+  int64_t returned_blocks = 0;
 };
 
 void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_target = false) {
@@ -101,6 +111,8 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
   config.max_batch_total_tokens = 1000;
   config.eos_token_ids = {kEos};
   config.prefix_caching = prefix_caching;
+  // No budget, or a few unused cached blocks at most (0: dropped as soon as unused).
+  config.max_cached_blocks = std::vector<int64_t>{-1, -1, 0, 1, 2, 4}[uniform(0, 5)];
   if (latency_target) {
     config.max_step_latency_ms = uniform(1, 40);
     config.min_prefill_chunk_tokens = uniform(1, 8);
@@ -145,9 +157,17 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
            scheduler.remove_if([&](const Sequence& s) { return s.id == victim; }))
         cancelled.push_back(seq->id);
     }
+    // Handed back where the engine hands them back: before the batch computes and after it.
+    auto return_blocks = [&] {
+      const std::vector<int32_t> ids = scheduler.take_returned_blocks();
+      totals.returned_blocks += static_cast<int64_t>(ids.size());
+      executor.return_blocks(ids);
+    };
     ScheduledBatch batch = scheduler.schedule();
+    return_blocks();
     const std::vector<SampleResult> samples = executor.execute(batch, scheduler.block_manager());
     StepOutput out = scheduler.update(batch, samples);
+    return_blocks();
     for (const TokenOutput& token : out.tokens)
       outputs[token.seq_id].push_back(token.event.token.id);
     for (int64_t seq_id : out.finished_seq_ids) finished[seq_id] = true;
@@ -187,6 +207,7 @@ TEST(SchedulerStress, RandomLoadMatchesEachRequestRunAlone) {
   EXPECT_GT(totals.preemptions, 100);
   EXPECT_GT(totals.hit_tokens, 1000);
   EXPECT_GT(totals.cancelled, 50);
+  EXPECT_GT(totals.returned_blocks, 100);
 }
 
 // The same load with --max-step-latency-ms: prompt chunks sized by a cost model, prompts admitted

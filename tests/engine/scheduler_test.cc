@@ -256,10 +256,11 @@ TEST(Scheduler, RemoveIfDropsWaitingAndRunningSequencesAndFreesTheirBlocks) {
   EXPECT_EQ(scheduler.num_reserved_tokens(), 19);
   EXPECT_EQ(scheduler.num_blocks_used(), 3);
   EXPECT_INVARIANTS(scheduler);
-  // Seq 0's partial block 2 went back to the free list (after 6, 7); its full block 1 is cached.
+  // Seq 0's partial block 2 went back to the front of the free list (most recently freed first,
+  // before the never-used 6, 7); its full block 1 is cached.
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{1, 9, 1, true}, {2, 0, 9, true}}));
-  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{3, 4, 5}, {6, 7, 2}}));
+  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{3, 4, 5}, {2, 6, 7}}));
   EXPECT_EQ(scheduler.num_reserved_tokens(), 38);
   EXPECT_EQ(scheduler.num_blocks_used(), 6);
 }
@@ -284,10 +285,11 @@ Scheduler preemption_scheduler(bool prefix_caching) {
 TEST(Scheduler, PreemptsTheNewestWhichIsRecomputedFromTheFrontOfTheQueue) {
   Scheduler scheduler = preemption_scheduler(/*prefix_caching=*/false);
   // Seq 0 needs a third block: seq 2 (the newest) frees 7, 6, 5 and goes back to the queue's
-  // front; seq 0 and seq 1 take 7 and 6. Nothing is admitted in a step that preempted.
+  // front; seq 0 and seq 1 take 5 and 6 (most recently freed first). Nothing is admitted in a
+  // step that preempted.
   ScheduledBatch batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{0, 8, 1, true}, {1, 8, 1, true}}));
-  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{1, 2, 7}, {3, 4, 6}}));
+  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{1, 2, 5}, {3, 4, 6}}));
   EXPECT_EQ(scheduler.num_preemptions(), 1);
   EXPECT_EQ(scheduler.num_running(), 2);
   EXPECT_EQ(scheduler.num_waiting(), 2);
@@ -300,7 +302,7 @@ TEST(Scheduler, PreemptsTheNewestWhichIsRecomputedFromTheFrontOfTheQueue) {
   // samples its second token at the end. Seq 3 then finds no block.
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{1, 9, 1, true}, {2, 0, 13, true}}));
-  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{3, 4, 6}, {5, 7, 2, 1}}));
+  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{3, 4, 6}, {1, 2, 5, 7}}));
   EXPECT_EQ(batch.sequences[1].token_ids().back(), 3);
   EXPECT_EQ(scheduler.num_waiting(), 1);
   out = scheduler.update(batch, samples({6, 7}));
@@ -352,7 +354,8 @@ TEST(Scheduler, PrefixCacheHitsStartAfterTheCachedBlocks) {
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch),
             (std::vector<Entry>{{1, 8, 3, true}, {2, 4, 4, true}, {3, 0, 8, true}}));
-  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{1, 2, 4}, {1, 5}, {6, 7}}));
+  // Seq 0's freed partial block 3 is handed out again first.
+  EXPECT_EQ(tables(batch), (std::vector<std::vector<int32_t>>{{1, 2, 3}, {1, 4}, {5, 6}}));
   EXPECT_EQ(std::vector<int32_t>(batch.sequences[0].token_ids().begin(),
                                  batch.sequences[0].token_ids().end()),
             (std::vector<int32_t>{200, 201, 202}));

@@ -72,14 +72,14 @@ TEST(WindowScheduler, ReleasesEachBlockOnceItLiesWhollyBeforeTheWindow) {
   for (int i = 0; i < 3; ++i) (void)scheduler.update(scheduler.schedule(), samples_for(batch));
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{0, 12, 1, true}}));
-  // Position 12 takes the never-used block 4 (block 1 went to the back of the free list).
-  EXPECT_EQ(tables(batch), (Tables{{0, 2, 3, 4}}));
+  // Position 12 takes block 1 again (most recently freed first: its pages are resident).
+  EXPECT_EQ(tables(batch), (Tables{{0, 2, 3, 1}}));
   EXPECT_EQ(batch.sequences[0].num_placeholder_blocks, 1);
   (void)scheduler.update(batch, samples_for(batch));
   EXPECT_EQ(scheduler.num_blocks_used(), 2);  // next position 13 reads [8, 13]: block 2 goes
   EXPECT_INVARIANTS(scheduler);
   batch = scheduler.schedule();
-  EXPECT_EQ(tables(batch), (Tables{{0, 0, 3, 4}}));
+  EXPECT_EQ(tables(batch), (Tables{{0, 0, 3, 1}}));
   EXPECT_EQ(batch.sequences[0].num_placeholder_blocks, 2);
 }
 
@@ -98,7 +98,7 @@ TEST(WindowScheduler, ChunkedPrefillReleasesBlocksBetweenChunks) {
   EXPECT_INVARIANTS(scheduler);
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{0, 16, 4, true}}));
-  EXPECT_EQ(tables(batch), (Tables{{0, 0, 3, 4, 5}}));
+  EXPECT_EQ(tables(batch), (Tables{{0, 0, 3, 4, 2}}));  // 2, freed last, first
   EXPECT_EQ(batch.sequences[0].num_placeholder_blocks, 2);
   (void)scheduler.update(batch, samples_for(batch));  // position 20 reads [15, 20]: 3 goes
   EXPECT_EQ(scheduler.num_blocks_used(), 2);
@@ -155,7 +155,7 @@ TEST(WindowScheduler, PromptChunkShrinksToTheFreeBlocks) {
   EXPECT_INVARIANTS(scheduler);
   batch = scheduler.schedule();
   EXPECT_EQ(entries(batch), (std::vector<Entry>{{0, 3, 1, true}, {1, 24, 6, true}}));
-  EXPECT_EQ(tables(batch), (Tables{{1}, {0, 0, 0, 0, 6, 7, 2, 3}}));
+  EXPECT_EQ(tables(batch), (Tables{{1}, {0, 0, 0, 0, 6, 7, 5, 4}}));  // freed last, first
   (void)scheduler.update(batch, samples_for(batch));
   const RunResult result = run_to_end(scheduler);
   EXPECT_EQ(result.num_generated.at(0), 8);  // of 10: two came before

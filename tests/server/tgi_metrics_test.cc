@@ -182,7 +182,10 @@ TEST_F(TgiMetrics, EngineStatsFeedTgisGaugesAndTheGatewayApis) {
   stats.num_reserved_tokens = 70;
   stats.num_blocks_used = 5;
   stats.num_blocks_total = 20;
-  publish_engine_stats(m, stats);
+  stats.num_blocks_resident = 7;
+  publish_engine_stats(m, stats, 1024);
+  EXPECT_EQ(m.value("tgi_kv_cache_blocks_resident"), 7);
+  EXPECT_EQ(m.value("lm_kv_cache_resident_bytes"), 7 * 1024);
   EXPECT_EQ(m.value("tgi_queue_size"), 3);
   EXPECT_EQ(m.value("tgi_batch_current_size"), 2);
   EXPECT_EQ(m.value("tgi_batch_current_max_tokens"), 70);

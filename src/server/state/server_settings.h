@@ -30,6 +30,7 @@ struct ServerSettings {
   // --enable-prefill-logprobs: decoder_input_details fills details.prefill (else it stays [], as
   // in TGI 3).
   bool enable_prefill_logprobs = false;
+  int64_t kv_bytes_per_block = 0;  // K and V over all layers (lm_kv_cache_resident_bytes)
   std::string model_id;
   std::optional<std::string> model_sha;
   std::optional<std::string> model_pipeline_tag;  // from the Hub; null for local models

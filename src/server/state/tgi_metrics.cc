@@ -40,6 +40,9 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
     {"tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache"},
     {"tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens"},
     {"tgi_request_preemptions", "Sequences preempted (recomputed later) for lack of KV blocks"},
+    {"tgi_kv_cache_blocks_resident",
+     "KV cache blocks written and not handed back to the OS (in use, cached or recently freed)"},
+    {"lm_kv_cache_resident_bytes", "Bytes of the KV cache's resident blocks"},
     {"lm_step_duration_seconds",
      "Engine step duration, scheduling to delivery, by what the step computed (prefill: only "
      "prompt chunks, decode: only new tokens, mixed: both)"},
@@ -121,7 +124,7 @@ void InterTokenTimer::on_token(Metrics& metrics) {
   last_ = now;
 }
 
-void publish_engine_stats(Metrics& m, const EngineStats& stats) {
+void publish_engine_stats(Metrics& m, const EngineStats& stats, int64_t kv_bytes_per_block) {
   const auto waiting = static_cast<double>(stats.num_waiting);
   const auto running = static_cast<double>(stats.num_running);
   const double kv_usage =
@@ -134,6 +137,9 @@ void publish_engine_stats(Metrics& m, const EngineStats& stats) {
   m.set_gauge("tgi_kv_cache_blocks_used", static_cast<double>(stats.num_blocks_used));
   m.set_gauge("tgi_kv_cache_blocks_total", static_cast<double>(stats.num_blocks_total));
   m.set_gauge("tgi_kv_cache_usage", kv_usage);
+  m.set_gauge("tgi_kv_cache_blocks_resident", static_cast<double>(stats.num_blocks_resident));
+  m.set_gauge("lm_kv_cache_resident_bytes", static_cast<double>(stats.num_blocks_resident) *
+                                                static_cast<double>(kv_bytes_per_block));
   m.set_counter("tgi_prefix_cache_query_tokens",
                 static_cast<double>(stats.prefix_cache_query_tokens));
   m.set_counter("tgi_prefix_cache_hit_tokens", static_cast<double>(stats.prefix_cache_hit_tokens));

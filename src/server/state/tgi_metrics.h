@@ -41,6 +41,8 @@ class InterTokenTimer {
 // figures, and the gauges the Gateway API Inference Extension's endpoint picker reads by default
 // (vLLM's names: vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc
 // and its former vllm:gpu_cache_usage_perc).
-void publish_engine_stats(Metrics& metrics, const EngineStats& stats);
+// kv_bytes_per_block turns the resident block count into lm_kv_cache_resident_bytes.
+void publish_engine_stats(Metrics& metrics, const EngineStats& stats,
+                          int64_t kv_bytes_per_block = 0);
 
 }  // namespace lm
