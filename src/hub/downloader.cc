@@ -167,7 +167,7 @@ class FileFetcher {
     const HubRequestContext context{target_.endpoint, target_.repo_id, target_.revision,
                                     f.file,           f.url,           options_.token.has_value()};
     std::string last_error;
-    bool write_failed = false;
+    int write_errno = 0;  // of a failed write (curl may change errno before download returns)
     for (int attempt = 1; attempt <= options_.max_tries; ++attempt) {
       if (offset > 0 && f.size && offset == *f.size) break;  // a previous try got every byte
       const uint64_t start_offset = offset;
@@ -179,7 +179,7 @@ class FileFetcher {
           if (digest) digest = std::make_unique<Digest>(digest_kind(f), f.size.value_or(0));
         }
         if (!write_all(fd, data, size)) {
-          write_failed = true;
+          write_errno = errno != 0 ? errno : EIO;
           return false;
         }
         if (digest) digest->update(data, size);
@@ -189,7 +189,10 @@ class FileFetcher {
       };
       auto response = http_.download(f.url, offset, sink, &progress_.cancel);
       if (progress_.cancel.load()) return Error{"cancelled"};
-      if (write_failed) return Error{"cannot write " + partial + ": " + std::strerror(errno)};
+      if (write_errno != 0) {
+        return Error{fmt::format("cannot write {}: {} (the part downloaded stays, to resume)",
+                                 partial, std::strerror(write_errno))};
+      }
       if (response.ok()) {
         const long status = response->status;
         if (status >= 200 && status < 300) {
@@ -220,7 +223,11 @@ class FileFetcher {
       return Error{fmt::format("Could not download {} from {} after {} tries: {}", f.file, f.url,
                                options_.max_tries, last_error)};
     }
-    return verify(f, partial, offset, digest.get());
+    LM_RETURN_IF_ERROR(verify(f, partial, offset, digest.get()));
+    // On disk before the caller renames it: after a crash, a blob under its final name must
+    // never be shorter than what was verified (a later start takes it for complete).
+    if (::fsync(fd) != 0) return Error{"cannot sync " + partial + ": " + std::strerror(errno)};
+    return {};
   }
 
   Status verify(const BlobDownload& f, const std::string& partial, uint64_t size, Digest* digest) {

@@ -1,7 +1,6 @@
 #include "loader/bin_conversion.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -53,24 +52,6 @@ std::map<std::string, std::string> find_aliases(const std::vector<TorchTensor>& 
     for (size_t i = 1; i < names.size(); ++i) aliases[names[i]] = names[0];
   }
   return aliases;
-}
-
-Status write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Error{tmp + ": cannot write"};
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Error{path + ": cannot rename the finished file into place"};
-  }
-  return {};
 }
 
 bool is_plain_file_name(const std::string& name) {
@@ -257,7 +238,8 @@ Result<std::vector<std::string>> convert_bin_checkpoints(const std::string& fold
   if (needs_index) {
     nlohmann::json index = {{"metadata", {{"total_size", total_size}}},
                             {"weight_map", std::move(weight_map)}};
-    LM_RETURN_IF_ERROR(write_text_atomically((dir / kSafetensorsIndex).string(), index.dump(2)));
+    LM_RETURN_IF_ERROR(
+        write_text_file_atomically((dir / kSafetensorsIndex).string(), index.dump(2)));
   }
   return targets;
 }
