@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/file_lock.h"
 #include "base/log.h"
 #include "hub/digest.h"
 #include "hub/disk_space.h"
@@ -39,25 +39,6 @@ struct Progress {
   size_t next_file = 0;
   size_t files_done = 0;
   std::optional<Error> error;  // the first failure
-};
-
-// An exclusive flock on .locks/.../{etag}.lock, the lock huggingface_hub's FileLock takes.
-class BlobLock {
- public:
-  explicit BlobLock(const std::string& path) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~BlobLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  BlobLock(const BlobLock&) = delete;
-  BlobLock& operator=(const BlobLock&) = delete;
-
- private:
-  int fd_ = -1;
 };
 
 bool sleep_unless_cancelled(std::chrono::milliseconds wait, const std::atomic<bool>& cancel) {
@@ -122,7 +103,8 @@ class FileFetcher {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(blob).parent_path(), ec);
     if (ec) return Error{"cannot create " + cache.dir() + "/blobs: " + ec.message()};
-    BlobLock lock(cache.lock_path(f.etag));
+    // The lock huggingface_hub's FileLock takes: .locks/.../{etag}.lock.
+    LM_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(cache.lock_path(f.etag), /*create=*/true));
     if (!std::filesystem::exists(blob, ec)) {
       log_info("Download file: " + f.file);
       const auto start = Clock::now();

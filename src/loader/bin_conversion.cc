@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/file_lock.h"
+#include "base/log.h"
 #include "base/text_file.h"
 #include "loader/safetensors_writer.h"
 #include "loader/strided_gather.h"
@@ -201,6 +203,15 @@ Result<std::vector<std::string>> convert_bin_checkpoints(const std::string& fold
   if (std::set<std::string>(targets.begin(), targets.end()).size() != targets.size()) {
     return Error{folder + ": two .bin files map to the same safetensors name"};
   }
+  // NOTE: launchers sharing the folder (replicas on one cache volume) convert one at a time:
+  // each writes `<target>.tmp`, so two at once would truncate each other's. The lock is on the
+  // first source (read-only is enough; a cache's is its blob), so no lock file joins the
+  // snapshot; whoever waited finds the targets current below and writes nothing.
+  LM_ASSIGN_OR_RETURN(FileLock lock,
+                      FileLock::acquire(all_sources.front().string(), /*create=*/false, [&] {
+                        log_info("Another process is converting the PyTorch weights in " + folder +
+                                 "; waiting for it");
+                      }));
   const bool needs_index = targets.size() > 1 || targets[0] != "model.safetensors";
   bool all_current = !needs_index || up_to_date(dir / kSafetensorsIndex, all_sources);
   for (size_t i = 0; i < bins.size(); ++i) {

@@ -170,6 +170,39 @@ def test_kill_9_during_a_bin_conversion_then_restart(tmp_path):
         assert not tmp.exists()
 
 
+def test_replicas_sharing_a_cache_convert_it_once(tmp_path):
+    """Three launchers start at once on one cache that huggingface_hub filled (no safetensors
+    yet), as replicas on a shared volume do: each used to write the same model.safetensors.tmp,
+    truncating the others', and two of the three failed to start ("cannot complete
+    model.safetensors.tmp: No such file or directory"). Now they take turns: one converts, the
+    others wait for it and find its file current."""
+    from huggingface_hub import snapshot_download
+
+    config = big_llama_bin(tmp_path / "pytorch_model.bin")
+    files = {"config.json": json.dumps(config).encode(), **tiny_tokenizer_files(),
+             "pytorch_model.bin": (tmp_path / "pytorch_model.bin").read_bytes()}  # fmt: skip
+    (tmp_path / "pytorch_model.bin").unlink()
+    with FakeHub() as hub:
+        sha = hub.add_repo("org/m").commit(files)
+        clean = tmp_path / "clean"
+        p = subprocess.run([str(LAUNCHER), "download-weights", "org/m"], env=hub_env(hub, clean),
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        clean_bytes = (repo_dir(clean, "org/m") / "snapshots" / sha / "model.safetensors").read_bytes()
+
+        cache = tmp_path / "shared"
+        snapshot_download("org/m", endpoint=hub.url, cache_dir=str(cache))
+        replicas = [subprocess.Popen([str(LAUNCHER), "download-weights", "org/m"],
+                                     env=hub_env(hub, cache), cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True) for _ in range(3)]  # fmt: skip
+        outputs = [r.communicate(timeout=300)[0] for r in replicas]
+        assert [r.returncode for r in replicas] == [0, 0, 0], outputs
+        assert not [out for out in outputs if " error " in out], outputs
+    snapshot = repo_dir(cache, "org/m") / "snapshots" / sha
+    assert (snapshot / "model.safetensors").read_bytes() == clean_bytes
+    assert not (snapshot / "model.safetensors.tmp").exists()
+
+
 # ---- a full disk during a conversion -------------------------------------------------------
 
 
