@@ -2,6 +2,7 @@
 // TGI's HTTP API (flags and environment variables as TGI's); `generate` completes one prompt;
 // `download-weights` fetches a Hub model into the cache.
 #include <CLI/CLI.hpp>
+#include <csignal>
 
 #include "app/download_command.h"
 #include "app/generate_command.h"
@@ -11,6 +12,9 @@
 
 int main(int argc, char** argv) {
   lm::block_termination_signals();
+  // A file-size limit (ulimit -f) reached while weights are downloaded or converted: the write
+  // fails with EFBIG and the error names the file, instead of SIGXFSZ killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "text-generation-launcher: a C++ drop-in for Hugging Face text-generation-inference"};
   app.require_subcommand(0, 1);

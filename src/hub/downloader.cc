@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/file_lock.h"
 #include "base/log.h"
 #include "hub/digest.h"
 #include "hub/disk_space.h"
@@ -39,25 +39,6 @@ struct Progress {
   size_t next_file = 0;
   size_t files_done = 0;
   std::optional<Error> error;  // the first failure
-};
-
-// An exclusive flock on .locks/.../{etag}.lock, the lock huggingface_hub's FileLock takes.
-class BlobLock {
- public:
-  explicit BlobLock(const std::string& path) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-  }
-  ~BlobLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  BlobLock(const BlobLock&) = delete;
-  BlobLock& operator=(const BlobLock&) = delete;
-
- private:
-  int fd_ = -1;
 };
 
 bool sleep_unless_cancelled(std::chrono::milliseconds wait, const std::atomic<bool>& cancel) {
@@ -122,7 +103,8 @@ class FileFetcher {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(blob).parent_path(), ec);
     if (ec) return Error{"cannot create " + cache.dir() + "/blobs: " + ec.message()};
-    BlobLock lock(cache.lock_path(f.etag));
+    // The lock huggingface_hub's FileLock takes: .locks/.../{etag}.lock.
+    LM_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(cache.lock_path(f.etag), /*create=*/true));
     if (!std::filesystem::exists(blob, ec)) {
       log_info("Download file: " + f.file);
       const auto start = Clock::now();
@@ -167,7 +149,7 @@ class FileFetcher {
     const HubRequestContext context{target_.endpoint, target_.repo_id, target_.revision,
                                     f.file,           f.url,           options_.token.has_value()};
     std::string last_error;
-    bool write_failed = false;
+    int write_errno = 0;  // of a failed write (curl may change errno before download returns)
     for (int attempt = 1; attempt <= options_.max_tries; ++attempt) {
       if (offset > 0 && f.size && offset == *f.size) break;  // a previous try got every byte
       const uint64_t start_offset = offset;
@@ -179,7 +161,7 @@ class FileFetcher {
           if (digest) digest = std::make_unique<Digest>(digest_kind(f), f.size.value_or(0));
         }
         if (!write_all(fd, data, size)) {
-          write_failed = true;
+          write_errno = errno != 0 ? errno : EIO;
           return false;
         }
         if (digest) digest->update(data, size);
@@ -189,7 +171,10 @@ class FileFetcher {
       };
       auto response = http_.download(f.url, offset, sink, &progress_.cancel);
       if (progress_.cancel.load()) return Error{"cancelled"};
-      if (write_failed) return Error{"cannot write " + partial + ": " + std::strerror(errno)};
+      if (write_errno != 0) {
+        return Error{fmt::format("cannot write {}: {} (the part downloaded stays, to resume)",
+                                 partial, std::strerror(write_errno))};
+      }
       if (response.ok()) {
         const long status = response->status;
         if (status >= 200 && status < 300) {
@@ -220,7 +205,11 @@ class FileFetcher {
       return Error{fmt::format("Could not download {} from {} after {} tries: {}", f.file, f.url,
                                options_.max_tries, last_error)};
     }
-    return verify(f, partial, offset, digest.get());
+    LM_RETURN_IF_ERROR(verify(f, partial, offset, digest.get()));
+    // On disk before the caller renames it: after a crash, a blob under its final name must
+    // never be shorter than what was verified (a later start takes it for complete).
+    if (::fsync(fd) != 0) return Error{"cannot sync " + partial + ": " + std::strerror(errno)};
+    return {};
   }
 
   Status verify(const BlobDownload& f, const std::string& partial, uint64_t size, Digest* digest) {

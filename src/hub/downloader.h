@@ -1,7 +1,7 @@
 // Fetches blobs into the cache, a few files at a time: each into blobs/{etag}.incomplete
 // (resumed with a Range request when a previous try or run left one), retried on network errors
-// and 5xx, checked against its sha256 (LFS) or git blob sha1, renamed to blobs/{etag} and only
-// then linked into snapshots/{commit}. A failed file leaves at most its .incomplete behind.
+// and 5xx, checked against its sha256 (LFS) or git blob sha1, synced, renamed to blobs/{etag} and
+// only then linked into snapshots/{commit}. A failed file leaves at most its .incomplete behind.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "base/text_file.h"
@@ -131,18 +130,8 @@ Status RepoCache::write_ref(const std::string& revision, const std::string& comm
   fs::create_directories(path.parent_path(), ec);
   if (ec) return Error{"cannot create " + path.parent_path().string() + ": " + ec.message()};
   // The temporary name lives outside refs/ so a concurrent scan never sees it as a ref.
-  const std::string tmp = dir_ + "/.ref-" + std::to_string(::getpid()) + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << commit;
-    if (!out) return Error{"cannot write " + tmp};
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error{"cannot write " + path.string()};
-  }
-  return {};
+  return write_text_file_atomically(path.string(), commit,
+                                    dir_ + "/.ref-" + std::to_string(::getpid()) + ".tmp");
 }
 
 Status RepoCache::link_snapshot_file(const std::string& commit, const std::string& file,

@@ -39,8 +39,8 @@ class RepoCache {
   std::optional<std::string> read_ref(const std::string& revision) const;
   // A commit hash is itself; a branch or tag goes through refs/.
   std::optional<std::string> resolve_revision(const std::string& revision) const;
-  // Written through a temporary file and a rename, without a newline (huggingface_hub reads the
-  // file verbatim).
+  // Written through a synced temporary file and a rename, without a newline (huggingface_hub
+  // reads the file verbatim).
   Status write_ref(const std::string& revision, const std::string& commit) const;
   // snapshots/{commit}/{file} -> ../../blobs/{etag} (one more ../ per folder level in `file`).
   Status link_snapshot_file(const std::string& commit, const std::string& file,

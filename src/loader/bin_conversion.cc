@@ -1,12 +1,13 @@
 #include "loader/bin_conversion.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/file_lock.h"
+#include "base/log.h"
 #include "base/text_file.h"
 #include "loader/safetensors_writer.h"
 #include "loader/strided_gather.h"
@@ -53,24 +54,6 @@ std::map<std::string, std::string> find_aliases(const std::vector<TorchTensor>& 
     for (size_t i = 1; i < names.size(); ++i) aliases[names[i]] = names[0];
   }
   return aliases;
-}
-
-Status write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Error{tmp + ": cannot write"};
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Error{path + ": cannot rename the finished file into place"};
-  }
-  return {};
 }
 
 bool is_plain_file_name(const std::string& name) {
@@ -220,6 +203,15 @@ Result<std::vector<std::string>> convert_bin_checkpoints(const std::string& fold
   if (std::set<std::string>(targets.begin(), targets.end()).size() != targets.size()) {
     return Error{folder + ": two .bin files map to the same safetensors name"};
   }
+  // NOTE: launchers sharing the folder (replicas on one cache volume) convert one at a time:
+  // each writes `<target>.tmp`, so two at once would truncate each other's. The lock is on the
+  // first source (read-only is enough; a cache's is its blob), so no lock file joins the
+  // snapshot; whoever waited finds the targets current below and writes nothing.
+  LM_ASSIGN_OR_RETURN(FileLock lock,
+                      FileLock::acquire(all_sources.front().string(), /*create=*/false, [&] {
+                        log_info("Another process is converting the PyTorch weights in " + folder +
+                                 "; waiting for it");
+                      }));
   const bool needs_index = targets.size() > 1 || targets[0] != "model.safetensors";
   bool all_current = !needs_index || up_to_date(dir / kSafetensorsIndex, all_sources);
   for (size_t i = 0; i < bins.size(); ++i) {
@@ -257,7 +249,8 @@ Result<std::vector<std::string>> convert_bin_checkpoints(const std::string& fold
   if (needs_index) {
     nlohmann::json index = {{"metadata", {{"total_size", total_size}}},
                             {"weight_map", std::move(weight_map)}};
-    LM_RETURN_IF_ERROR(write_text_atomically((dir / kSafetensorsIndex).string(), index.dump(2)));
+    LM_RETURN_IF_ERROR(
+        write_text_file_atomically((dir / kSafetensorsIndex).string(), index.dump(2)));
   }
   return targets;
 }

@@ -42,7 +42,9 @@ Result<BinConversion> convert_bin_file(const std::string& bin_path,
 // "arguments", "args" or "training" are skipped). A target that exists and is at least as new as
 // its .bin is kept, not rewritten. When there are several targets, or the one target is not
 // model.safetensors, writes model.safetensors.index.json (weight_map and metadata.total_size) so
-// WeightStore::from_hf_folder finds them. Returns the safetensors file names, in shard order.
+// WeightStore::from_hf_folder finds them. Processes converting one folder at once take turns (a
+// lock on the first .bin), so replicas sharing a cache convert it once. Returns the safetensors
+// file names, in shard order.
 Result<std::vector<std::string>> convert_bin_checkpoints(const std::string& folder);
 
 }  // namespace lm

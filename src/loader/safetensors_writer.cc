@@ -124,7 +124,7 @@ Result<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<uint8_t>(header_len >> (8 * i));
   if (std::fwrite(len_bytes, 1, 8, w.file_) != 8 ||
       std::fwrite(header.data(), 1, header.size(), w.file_) != header.size()) {
-    return w.fail("cannot write the header: " + std::string(std::strerror(errno)));
+    return w.abandon("cannot write " + w.tmp_path_ + ": " + std::strerror(errno));
   }
   return w;
 }
@@ -149,7 +149,7 @@ Status SafetensorsWriter::append(std::span<const uint8_t> bytes) {
     return fail("more tensor bytes than the header declares");
   }
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-    return fail("write failed: " + std::string(std::strerror(errno)));
+    return abandon("cannot write " + tmp_path_ + ": " + std::strerror(errno));
   }
   written_ += bytes.size();
   return {};
@@ -168,9 +168,23 @@ Status SafetensorsWriter::finish() {
   if (!flushed || !closed || ::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     const std::string reason = std::strerror(flushed && closed ? errno : err);
     ::unlink(tmp_path_.c_str());
-    return fail("cannot complete the file: " + reason);
+    return fail("cannot complete " + tmp_path_ + ": " + reason + removed_note());
   }
   return {};
+}
+
+// What a failed write leaves: nothing (a full disk is the usual cause).
+std::string SafetensorsWriter::removed_note() const {
+  return "; the partial file was removed, nothing is left under the name " + path_;
+}
+
+Error SafetensorsWriter::abandon(const std::string& what) {
+  if (file_ != nullptr) {
+    std::fclose(std::exchange(file_, nullptr));
+    ::unlink(tmp_path_.c_str());
+  }
+  return fail(what + " after " + std::to_string(written_) + " of " +
+              std::to_string(layout_.data_bytes) + " tensor bytes" + removed_note());
 }
 
 }  // namespace lm

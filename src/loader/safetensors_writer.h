@@ -57,6 +57,9 @@ class SafetensorsWriter {
  private:
   SafetensorsWriter() = default;
   Error fail(const std::string& what) const;
+  // Closes and removes the temporary at once (the file is unusable after a failed write).
+  Error abandon(const std::string& what);
+  std::string removed_note() const;
 
   std::string path_;
   std::string tmp_path_;

@@ -7,8 +7,10 @@ import socket
 import threading
 import time
 
+import openai
 import pytest
 import requests
+from openai import OpenAI
 from text_generation import Client
 from text_generation.errors import OverloadedError
 
@@ -182,6 +184,58 @@ def test_overloaded_429_while_first_succeeds():
         m = s.metrics()
         assert m['tgi_request_failure{err="overloaded"}'] >= 4
         assert wait_for(lambda: s.post("/generate", gen_body("Hi", max_new_tokens=1)).status_code == 200)
+
+
+def test_clients_that_wait_for_their_answers_never_meet_a_429():
+    """As many closed-loop clients as --max-concurrent-requests, each on every generation route:
+    a client sends its next request the moment it has read the last one's end, so the permit must
+    be free by then (it was released only when the engine dropped the finished sequence, after the
+    answer went out: a quarter of such requests got 429; the soak, scripts/soak/run.py, found it)."""
+    clients = 16
+    with launch_server(["--max-concurrent-requests", str(clients)]) as s:
+        oai = OpenAI(base_url=s.url + "/v1", api_key="-", max_retries=0, timeout=120)
+
+        def generate():
+            return s.post("/generate", gen_body("Hi", max_new_tokens=2)).status_code
+
+        def generate_stream():
+            r = s.post("/generate_stream", gen_body("Hi", max_new_tokens=2))
+            return 429 if b"overloaded" in r.content else r.status_code
+
+        def chat():
+            try:
+                oai.chat.completions.create(model="tgi", max_tokens=2,
+                                            messages=[{"role": "user", "content": "Hi"}])
+                return 200
+            except openai.APIStatusError as e:
+                return e.status_code
+
+        def completions_stream():
+            try:
+                with oai.completions.create(model="tgi", prompt="Hi", max_tokens=2,
+                                            stream=True) as stream:
+                    for _ in stream:
+                        pass
+                return 200
+            except openai.APIStatusError as e:
+                return e.status_code
+
+        routes = [generate, generate_stream, chat, completions_stream]
+        statuses = [[] for _ in range(clients)]
+
+        def client(i):
+            for k in range(8):
+                statuses[i].append((routes[(i + k) % len(routes)].__name__,
+                                    routes[(i + k) % len(routes)]()))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        refused = [x for per_client in statuses for x in per_client if x[1] != 200]
+        assert not refused, refused
+        assert sum(map(len, statuses)) == clients * 8
 
 
 # ---- client disconnects --------------------------------------------------------------------------

@@ -45,6 +45,7 @@ void OpenAiCall::fail(const std::string& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed_) return;
   failed_ = finished_ = true;
+  permit_.reset();         // before the answer is sent (see StreamSink::on_token)
   state_.healthy = false;  // TGI: a generation error marks the backend unhealthy
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
   const ApiError error = generation_error(message);
@@ -70,6 +71,7 @@ void OpenAiCall::choice_done(size_t slot, Choice choice) {
 }
 
 void OpenAiCall::answer() {
+  permit_.reset();  // before the answer is sent (see StreamSink::on_token)
   OpenAiUsage usage;
   for (const auto& c : choices_) {
     usage.prompt_tokens += c->prompt_tokens;

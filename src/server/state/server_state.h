@@ -49,8 +49,9 @@ struct ServerState {
   WorkQueue* validation_workers = nullptr;
 };
 
-// TGI's concurrency permit: taken before a generation starts (else 429), released when its
-// response is done or dropped. Move-only.
+// TGI's concurrency permit: taken before a generation starts (else 429), released just before
+// its response's last bytes are queued (or when it is dropped), so a client that waits for one
+// answer before it sends the next never meets its own permit. Move-only.
 class ConcurrencyPermit {
  public:
   static std::optional<ConcurrencyPermit> try_acquire(ServerState& state, int64_t count = 1);

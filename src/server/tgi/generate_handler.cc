@@ -43,6 +43,7 @@ struct CandidateCollector {
   }
 
   void answer() {
+    permit.reset();  // before the answer is sent (see StreamSink::on_token)
     // The queue time ends when the first candidate joined the running batch, the prefill when
     // the first candidate's first token came.
     std::optional<Clock::time_point> first_token;

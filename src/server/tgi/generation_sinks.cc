@@ -91,6 +91,9 @@ bool StreamSink::on_token(const TokenEvent& event) {
                                       text_.input_length()};
     }
   }
+  // NOTE: the permit goes before the last event does, as TGI's goes when its handler returns: a
+  // client that sends its next request as soon as it reads this one's end must find it free.
+  if (step.finish_reason) permit_.reset();
   response_->write(stream_event_sse(sse));
   if (!step.finish_reason) return true;
   done_ = true;
@@ -107,6 +110,7 @@ void StreamSink::on_error(const std::string& message) {
   state_.metrics.increment("tgi_request_failure", "err=\"generation\"");
   const ApiError error = generation_error(message);
   trace_failure(clock_, error);
+  permit_.reset();
   response_->write(stream_error_sse(error));
   response_->finish();
 }
