@@ -5,7 +5,14 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DLM_WERROR=ON
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+# The layers whose tests run under TSan: where the threads, locks and atomics are (thread pool and
+# work queue, the engine thread, the HTTP server and its transport, the model executor).
+TSAN_LAYERS ?= base engine runtime server
+
+.PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean \
+	sanitize sanitize-address sanitize-thread
 
 all: build
 
@@ -34,6 +41,25 @@ test: build fixtures-test format-check
 	@# The image (Dockerfile) under podman: opt-in, it builds the image (minutes) and needs podman.
 	@if [ "$${IMAGE_TESTS:-0}" = 1 ]; then scripts/deploy/test_image.sh; fi
 
+# Sanitizers (cmake/sanitizers.cmake): ASan+UBSan on the whole project, every ctest test and the
+# e2e suite against the instrumented launcher; TSan on the threaded layers' tests. Test data is
+# $(BUILD_DIR)'s (fixtures-test), linked into the sanitizer trees.
+sanitize: sanitize-address sanitize-thread
+
+sanitize-address: fixtures-test
+	@cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=address,undefined > /dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(ASAN_DIR)/test-models
+	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE cpu_isa
+	@TGI_LAUNCHER=$(abspath $(ASAN_DIR))/src/app/text-generation-launcher .venv/bin/python -m pytest -q tests/e2e
+
+sanitize-thread: fixtures-test
+	@cmake -S . -B $(TSAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=thread > /dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target $(addsuffix _tests,$(TSAN_LAYERS))
+	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(TSAN_DIR)/test-models
+	@cd $(TSAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
+	  -L '^($(subst $() ,|,$(strip $(TSAN_LAYERS))))$$'
+
 # Serves the default model with TGI's API on :8080 (Ctrl-C or SIGTERM drains and exits).
 run: build
 	$(BUILD_DIR)/src/app/text-generation-launcher --model-id $(MODEL) --port 8080
@@ -52,4 +78,4 @@ format-check:
 	@git ls-files '*.h' '*.cc' | xargs -r clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
