@@ -142,17 +142,34 @@ void LlamaModel::prepare_cpu_weights() {
     const auto* begin = static_cast<const uint8_t*>(converted.data);
     return begin != nullptr && p >= begin && p < begin + converted.numel() * 4;
   };
+  // Converted F16/BF16 matrices are put in panels where they lie, except a tied head, which is
+  // the embedding table: that one gets a panel copy in the arena.
+  const auto panel_in_place = [&](Tensor* w) {
+    if (w->data != table.data && ops::panel_in_place(*w)) ++num_panelled_;
+  };
   std::vector<Tensor*> linears;
   for (LlamaLayerWeights& layer : weights_.layers) {
-    for (Tensor* w : layer.linears())
-      if (!in_converted(w)) linears.push_back(w);
+    for (Tensor* w : layer.linears()) {
+      if (in_converted(w)) {
+        panel_in_place(w);
+      } else {
+        linears.push_back(w);
+      }
+    }
   }
-  if (!in_converted(&weights_.lm_head)) linears.push_back(&weights_.lm_head);
+  const bool head_tied = weights_.lm_head.data == table.data;
+  if (!in_converted(&weights_.lm_head) ||
+      (head_tied &&
+       ops::plan_cpu_weight(weights_.lm_head, true) == ops::CpuWeightPlan::kPanels16)) {
+    linears.push_back(&weights_.lm_head);
+  } else {
+    panel_in_place(&weights_.lm_head);
+  }
   // Each source's pages go back as soon as its copy is made: loading never holds two copies.
   const auto placed = [&](size_t i, const Tensor& source) {
     const bool rows = linears[i]->layout == WeightLayout::kRows;
     const bool tied = source.data == table.data;
-    if (!tied || rows)
+    if ((!tied || rows) && !in_converted(&source))
       store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
     if (tied && rows) weights_.embed_tokens = *linears[i];
     if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;

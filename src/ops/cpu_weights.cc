@@ -46,6 +46,17 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
   return placed;
 }
 
+bool panel_in_place(Tensor& w) {
+  if (!cpu_rows(w)) return false;
+  const auto format = row_format(w.dtype);
+  if (!format || !kernels::can_panel16(*format, w.dim(0), w.dim(1)) ||
+      w.row_bytes() != 2 * w.dim(1))
+    return false;
+  kernels::pack_panels16(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), w.data);
+  w.layout = WeightLayout::kPanels16;
+  return true;
+}
+
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,
                                                Buffer& arena, const CpuWeightPlaced& placed) {
   // A weight copied into a previous arena would be read from that arena after it is freed.

@@ -32,6 +32,11 @@ CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
 // them (layout kInterleaved8 for kInterleave), valid while dst's memory lives.
 Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
 
+// Puts w, an F16/BF16 CPU matrix in rows of whole panels (kernels::can_panel16) whose memory is
+// the caller's own to write, into panels where it lies (the same bytes in another order) and
+// returns true; returns false and leaves anything else alone.
+bool panel_in_place(Tensor& w);
+
 // Called after weight `index` was placed, with the tensor it was before (e.g. to hand the
 // source's pages back at once, so that loading never holds two copies of the whole model).
 using CpuWeightPlaced = std::function<void(size_t index, const Tensor& source)>;

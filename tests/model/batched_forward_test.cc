@@ -207,6 +207,17 @@ TEST_P(BatchedForwardPanels16, MixedBatchGivesTheBitsOfEachSequenceAlone) {
   check_mixed_batch(**loaded, /*same_bits=*/true);
 }
 
+// --dtype's converted matrices are put in panels where they lie.
+TEST_P(BatchedForwardPanels16, AfterDtypeConversionToo) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ThreadPool pool(2);
+  (*loaded)->convert_float_weights(DType::kF16, pool);
+  (*loaded)->set_int8_activations(true);
+  EXPECT_GT((*loaded)->num_panelled_weights(), 0);
+  check_mixed_batch(**loaded, /*same_bits=*/true);
+}
+
 INSTANTIATE_TEST_SUITE_P(HalfCheckpoints, BatchedForwardPanels16,
                          ::testing::Values("llama_rope_linear", "qwen3", "phi3", "gemma3"),
                          [](const auto& param_info) { return param_info.param; });

@@ -127,6 +127,24 @@ TEST(PrepareCpuWeights, PlacesInterleavedPanelledAndRowCopiesInOneHugePageArena)
   }
 }
 
+TEST(PanelInPlace, PanelsWholePanelsOf16BitRowsOnly) {
+  Buffer rows_f, rows_small, rows_q;
+  Tensor f16 = f16_weight(32, 40, rows_f);
+  std::vector<uint16_t> want(32 * 40);
+  kernels::pack_panels16(kernels::RowFormat::kF16, f16.data, f16.row_bytes(), 32, 40, want.data());
+  const void* data = f16.data;
+  EXPECT_TRUE(ops::panel_in_place(f16));
+  EXPECT_EQ(f16.data, data);
+  EXPECT_EQ(f16.layout, WeightLayout::kPanels16);
+  EXPECT_EQ(std::memcmp(f16.data, want.data(), want.size() * 2), 0);
+  EXPECT_FALSE(ops::panel_in_place(f16));  // already panels
+  Tensor small = f16_weight(3, 64, rows_small);
+  EXPECT_FALSE(ops::panel_in_place(small));
+  EXPECT_EQ(small.layout, WeightLayout::kRows);
+  Tensor q4 = q4_0_weight(16, 64, 3, rows_q);
+  EXPECT_FALSE(ops::panel_in_place(q4));
+}
+
 // Where the source's pages cannot be handed back, rows stay where they are (F16 ones too); weights
 // the int8 GEMM reads interleaved are still interleaved.
 TEST(PrepareCpuWeights, KeepsRowsWhenTheirPagesCannotBeHandedBack) {
