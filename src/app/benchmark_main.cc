@@ -60,9 +60,12 @@ int run(const Options& o) {
   }
   (*model)->set_int8_activations(o.int8_activations);
   lm::ThreadPool pool(o.num_threads);
-  fmt::print("model {} | threads {} | kernels {} | int8 activations {} | interleaved weights {}\n",
-             o.model_id, pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
-             o.int8_activations ? "on" : "off", (*model)->num_interleaved_weights());
+  fmt::print(
+      "model {} | threads {} | kernels {} | int8 activations {} | interleaved weights {} | "
+      "16-bit panels {}\n",
+      o.model_id, pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
+      o.int8_activations ? "on" : "off", (*model)->num_interleaved_weights(),
+      (*model)->num_panelled_weights());
   nlohmann::json machine;
   if (o.measure_machine) {
     const lm::MachineLimits m = lm::measure_machine_limits(pool);
@@ -120,6 +123,7 @@ int run(const Options& o) {
                           {"kernels", lm::kernels::isa_name(lm::kernels::best_isa())},
                           {"int8_activations", o.int8_activations},
                           {"interleaved_weights", (*model)->num_interleaved_weights()},
+                          {"panelled_weights", (*model)->num_panelled_weights()},
                           {"warmups", o.warmups},
                           {"machine", machine},
                           {"cases", cases}};

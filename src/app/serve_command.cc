@@ -223,6 +223,8 @@ int run_server(const LauncherArgs& args) {
   (*model)->set_int8_activations(args.int8_activations);
   if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
     log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
+  if (const int64_t n = (*model)->num_panelled_weights(); n > 0)
+    log_info(fmt::format("Put {} F16/BF16 weight matrices in panels of 16 rows", n));
   log_info(memory_log_line(plan));
   if (settings->max_batch_total_tokens_inferred) {
     log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));

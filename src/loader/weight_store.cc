@@ -19,11 +19,20 @@ const Tensor* WeightStore::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
+void WeightStore::drop_pages(const void* p, size_t bytes) const {
+  if (gguf_ != nullptr) return gguf_->drop_pages(p, bytes);
+  for (const auto& shard : shards_) {
+    if (shard->contains(p, bytes)) return shard->drop_pages(p, bytes);
+  }
+  LM_CHECK_MSG(false, "drop_pages outside the store's files");
+}
+
 WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
   WeightStore store;
   store.origin_ = gguf->path();
   for (const GgufTensorInfo& info : gguf->tensor_infos())
     store.tensors_.emplace(info.name, gguf->tensor(info));
+  store.gguf_ = gguf;
   store.owners_.push_back(std::move(gguf));
   return store;
 }
@@ -75,6 +84,7 @@ Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
         return Error{dir + ": tensor '" + name + "' appears in more than one shard"};
       }
     }
+    store.shards_.push_back(owned);
     store.owners_.push_back(std::move(owned));
   }
   if (!weight_map.is_null()) {

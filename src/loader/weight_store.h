@@ -32,9 +32,14 @@ class WeightStore {
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   // Where the weights came from, for error messages.
   const std::string& origin() const { return origin_; }
+  // MappedFile::drop_pages for [p, p + bytes), the bytes of one of this store's tensors (checked):
+  // e.g. once they were copied elsewhere.
+  void drop_pages(const void* p, size_t bytes) const;
 
  private:
   std::vector<std::shared_ptr<const void>> owners_;  // keeps the mappings alive
+  std::shared_ptr<const GgufFile> gguf_;
+  std::vector<std::shared_ptr<const SafetensorsFile>> shards_;
   std::map<std::string, Tensor> tensors_;
   std::string origin_;
 };

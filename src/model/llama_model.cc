@@ -105,8 +105,7 @@ void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are converted once, before they are prepared for the CPU");
   lm::convert_float_weights(weights_, dtype, converted_weights_, pool, [&](const Tensor& source) {
-    if (gguf_ != nullptr)
-      gguf_->drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
+    store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
   });
 }
 
@@ -132,9 +131,9 @@ void LlamaModel::set_int8_activations(bool on) {
 
 void LlamaModel::prepare_cpu_weights() {
   // A tied LM head shares the embedding table, which the embedding lookup reads in rows: an
-  // interleaved head is a copy and the table's mapped pages stay; a head copied as rows serves
-  // the lookup too. Rows are copied only where the file's pages can be handed back (GGUF): a
-  // copy must not double the resident size.
+  // interleaved or panelled head is a copy and the table's mapped pages stay; a head copied as
+  // rows serves the lookup too. Copies are made only because the files' pages are handed back
+  // (GGUF and safetensors alike): a copy must not double the resident size.
   const Tensor table = weights_.embed_tokens;
   // --dtype's converted matrices already lie in a huge-page arena of our own: kept where they are.
   const Tensor converted = converted_weights_.view();
@@ -143,22 +142,40 @@ void LlamaModel::prepare_cpu_weights() {
     const auto* begin = static_cast<const uint8_t*>(converted.data);
     return begin != nullptr && p >= begin && p < begin + converted.numel() * 4;
   };
+  // Converted F16/BF16 matrices are put in panels where they lie, except a tied head, which is
+  // the embedding table: that one gets a panel copy in the arena.
+  const auto panel_in_place = [&](Tensor* w) {
+    if (w->data != table.data && ops::panel_in_place(*w)) ++num_panelled_;
+  };
   std::vector<Tensor*> linears;
   for (LlamaLayerWeights& layer : weights_.layers) {
-    for (Tensor* w : layer.linears())
-      if (!in_converted(w)) linears.push_back(w);
+    for (Tensor* w : layer.linears()) {
+      if (in_converted(w)) {
+        panel_in_place(w);
+      } else {
+        linears.push_back(w);
+      }
+    }
   }
-  if (!in_converted(&weights_.lm_head)) linears.push_back(&weights_.lm_head);
+  const bool head_tied = weights_.lm_head.data == table.data;
+  if (!in_converted(&weights_.lm_head) ||
+      (head_tied &&
+       ops::plan_cpu_weight(weights_.lm_head, true) == ops::CpuWeightPlan::kPanels16)) {
+    linears.push_back(&weights_.lm_head);
+  } else {
+    panel_in_place(&weights_.lm_head);
+  }
   // Each source's pages go back as soon as its copy is made: loading never holds two copies.
   const auto placed = [&](size_t i, const Tensor& source) {
-    const bool interleaved = linears[i]->layout == WeightLayout::kInterleaved8;
+    const bool rows = linears[i]->layout == WeightLayout::kRows;
     const bool tied = source.data == table.data;
-    if (gguf_ != nullptr && (!tied || !interleaved))
-      gguf_->drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
-    if (tied && !interleaved) weights_.embed_tokens = *linears[i];
-    if (interleaved) ++num_interleaved_;
+    if ((!tied || rows) && !in_converted(&source))
+      store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
+    if (tied && rows) weights_.embed_tokens = *linears[i];
+    if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;
+    if (linears[i]->layout == WeightLayout::kPanels16) ++num_panelled_;
   };
-  ops::prepare_cpu_weights(linears, gguf_ != nullptr, prepared_weights_, placed);
+  ops::prepare_cpu_weights(linears, /*copy_rows=*/true, prepared_weights_, placed);
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

@@ -45,13 +45,15 @@ class LlamaModel {
 
   // Compute Linears with GGML block-format weights on int8-quantized activations (llama.cpp's
   // numerics, faster) instead of fp32 ones. Off by default: the exactness tests pin fp32.
-  // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way
-  // and copies GGUF Linears that stay in rows, all into one huge-page arena (ops/cpu_weights.h),
-  // and hands the mapped file's copies of them back to the kernel, so it cannot be turned off
-  // again.
+  // Turning it on also interleaves the Linear weights the CPU's int8 GEMM reads faster that way,
+  // puts F16/BF16 ones in panels (fp32 activations still) and copies the others that stay in
+  // rows, all into one huge-page arena (ops/cpu_weights.h), and hands the mapped files' copies of
+  // them back to the kernel (GGUF or safetensors), so it cannot be turned off again.
   void set_int8_activations(bool on);
   // How many weight matrices are stored interleaved.
   int64_t num_interleaved_weights() const { return num_interleaved_; }
+  // How many weight matrices are stored in F16/BF16 panels (kernels/cpu/panels16.h).
+  int64_t num_panelled_weights() const { return num_panelled_; }
   bool int8_activations() const { return int8_activations_; }
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.
   const std::shared_ptr<const GgufFile>& gguf() const { return gguf_; }
@@ -76,8 +78,9 @@ class LlamaModel {
   WeightStore store_;
   LlamaWeights weights_;
   Buffer converted_weights_;  // --dtype's copies of float matrices weights_ points into
-  Buffer prepared_weights_;   // the arena of interleaved and row copies weights_ points into
+  Buffer prepared_weights_;   // the arena of interleaved, panel and row copies weights_ points into
   int64_t num_interleaved_ = 0;
+  int64_t num_panelled_ = 0;
   Workspace ws_;
   SparseMoe moe_;
   bool int8_activations_ = false;

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/panels16.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
 
@@ -24,7 +25,9 @@ CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
   if (format && kernels::has_interleaved_matmul() &&
       kernels::can_interleave(*format, w.dim(0), w.dim(1)))
     return CpuWeightPlan::kInterleave;
-  return copy_rows && format ? CpuWeightPlan::kCopyRows : CpuWeightPlan::kKeep;
+  if (!copy_rows || !format) return CpuWeightPlan::kKeep;
+  return kernels::can_panel16(*format, w.dim(0), w.dim(1)) ? CpuWeightPlan::kPanels16
+                                                           : CpuWeightPlan::kCopyRows;
 }
 
 Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
@@ -34,10 +37,24 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
   if (plan == CpuWeightPlan::kInterleave) {
     kernels::interleave_rows(*row_format(w.dtype), w.data, w.row_bytes(), w.dim(0), w.dim(1), dst);
     placed.layout = WeightLayout::kInterleaved8;
+  } else if (plan == CpuWeightPlan::kPanels16) {
+    kernels::pack_panels16(*row_format(w.dtype), w.data, w.row_bytes(), w.dim(0), w.dim(1), dst);
+    placed.layout = WeightLayout::kPanels16;
   } else {
     std::memcpy(dst, w.data, static_cast<size_t>(weight_bytes(w)));
   }
   return placed;
+}
+
+bool panel_in_place(Tensor& w) {
+  if (!cpu_rows(w)) return false;
+  const auto format = row_format(w.dtype);
+  if (!format || !kernels::can_panel16(*format, w.dim(0), w.dim(1)) ||
+      w.row_bytes() != 2 * w.dim(1))
+    return false;
+  kernels::pack_panels16(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), w.data);
+  w.layout = WeightLayout::kPanels16;
+  return true;
 }
 
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,

@@ -1,8 +1,9 @@
 // How a model's CPU Linear weights are stored for the kernels. At load they are the file's rows
 // (mapped GGUF or safetensors pages); once int8 activations are on, the ones the CPU reads
 // faster in another place are copied into one huge-page arena: interleaved 8 rows at a time for
-// the int8 GEMM (kernels/cpu/interleaved_rows.h), or, for dtypes it does not take (F16, BF16,
-// F32, Q5_K and the low-bit Q2_K, Q3_K, IQ4_NL, IQ4_XS), their rows as they are. One arena rather
+// the int8 GEMM (kernels/cpu/interleaved_rows.h), F16/BF16 in panels of 16 rows
+// (kernels/cpu/panels16.h), or, for the other dtypes it does not take (F32, Q5_K and the
+// low-bit Q2_K, Q3_K, IQ4_NL, IQ4_XS), their rows as they are. One arena rather
 // than a buffer per weight: a model's matrices are mostly smaller than a 2 MiB page (all of
 // SmolLM2's), and only a buffer of whole 2 MiB pages gets huge pages. Streamed weights read faster
 // from huge pages than from 4 KiB ones (the hardware prefetcher stops at 4 KiB pages; fewer TLB
@@ -18,17 +19,23 @@
 
 namespace lm::ops {
 
-enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows };
+enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16 };
 
 // kInterleave when this CPU has the interleaved int8 GEMM and w (a 2-D CPU weight in rows) has an
-// interleaved layout (kernels::can_interleave); else kCopyRows for a 2-D CPU weight in rows when
-// copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
-// size); else kKeep.
+// interleaved layout (kernels::can_interleave); else, when copy_rows (the caller can hand the
+// source's pages back, so a copy does not add to the resident size), kPanels16 for F16/BF16
+// rows in whole panels (kernels::can_panel16) and kCopyRows for other 2-D CPU weights in rows;
+// else kKeep.
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
 
 // w's bytes (w.dim(0) * w.row_bytes()) stored at dst as `plan` says (not kKeep), and a view of
 // them (layout kInterleaved8 for kInterleave), valid while dst's memory lives.
 Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
+
+// Puts w, an F16/BF16 CPU matrix in rows of whole panels (kernels::can_panel16) whose memory is
+// the caller's own to write, into panels where it lies (the same bytes in another order) and
+// returns true; returns false and leaves anything else alone.
+bool panel_in_place(Tensor& w);
 
 // Called after weight `index` was placed, with the tensor it was before (e.g. to hand the
 // source's pages back at once, so that loading never holds two copies of the whole model).

@@ -75,6 +75,11 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
                                 pool, bias_data);
     return;
   }
+  if (w.layout == WeightLayout::kPanels16) {
+    kernels::matmul_panels16(checked_format(w), w.data, x.as<float>(), y.as<float>(), m, n, k, pool,
+                             bias_data);
+    return;
+  }
   kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
                   pool, bias_data, kernels::best_isa(), quantize_activations);
 }

@@ -22,7 +22,7 @@ bool supports_weight_dtype(DType dtype);
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
 // quantize_activations: for GGML block-format weights, x is quantized to int8 blocks and the dots
 // are integer (llama.cpp's numerics); ignored for other dtypes. Interleaved weights
-// (ops/cpu_weights.h) always take the int8 path.
+// (ops/cpu_weights.h) always take the int8 path, F16/BF16 panels the panel GEMM.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations = false);
 

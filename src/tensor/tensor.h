@@ -19,9 +19,10 @@ using Shape = std::vector<int64_t>;
 std::string shape_string(const Shape& shape);
 int64_t num_elements(const Shape& shape);
 
-// How a 2-D weight's rows are stored: one after another, or interleaved 8 at a time for the
-// CPU's int8 GEMM (kernels/cpu/interleaved_rows.h; only the ops::linear functions read those).
-enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
+// How a 2-D weight's rows are stored: one after another, interleaved 8 at a time for the CPU's
+// int8 GEMM (kernels/cpu/interleaved_rows.h), or F16/BF16 rows in k-major panels of 16
+// (kernels/cpu/panels16.h); only the ops::linear functions read the last two.
+enum class WeightLayout : uint8_t { kRows, kInterleaved8, kPanels16 };
 
 struct Tensor {
   DType dtype = DType::kF32;

@@ -47,6 +47,9 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.dot_row_q8, reference.dot_row_q8);
     EXPECT_NE(kernels.dot_rows_q8, reference.dot_rows_q8);
     EXPECT_NE(kernels.attend_rows, reference.attend_rows);
+    EXPECT_NE(kernels.panel16_dot, reference.panel16_dot);
+    EXPECT_NE(kernels.panel16_unpack, reference.panel16_unpack);
+    EXPECT_NE(kernels.panel16_gemm, reference.panel16_gemm);
     EXPECT_NE(kernels.attend_scores, nullptr);
     EXPECT_NE(kernels.attend_values, nullptr);
     // The panel GEMM comes with 16-lane registers (kPanelWidth).

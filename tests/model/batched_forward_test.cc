@@ -194,6 +194,34 @@ TEST(BatchedForwardInt8, MoeMixedBatchGivesTheBitsOfEachSequenceAlone) {
   check_mixed_batch(**loaded, /*same_bits=*/true);
 }
 
+// 16-bit checkpoints (HF folders, F16 and BF16) with int8 activations on: their Linears are
+// copied into F16/BF16 panels (fp32 activations, one FMA chain per output), so a sequence's
+// logits are the same bits alone or in any batch too, at every kernel level.
+class BatchedForwardPanels16 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BatchedForwardPanels16, MixedBatchGivesTheBitsOfEachSequenceAlone) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
+  (*loaded)->set_int8_activations(true);
+  EXPECT_GT((*loaded)->num_panelled_weights(), 0);
+  check_mixed_batch(**loaded, /*same_bits=*/true);
+}
+
+// --dtype's converted matrices are put in panels where they lie.
+TEST_P(BatchedForwardPanels16, AfterDtypeConversionToo) {
+  auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ThreadPool pool(2);
+  (*loaded)->convert_float_weights(DType::kF16, pool);
+  (*loaded)->set_int8_activations(true);
+  EXPECT_GT((*loaded)->num_panelled_weights(), 0);
+  check_mixed_batch(**loaded, /*same_bits=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(HalfCheckpoints, BatchedForwardPanels16,
+                         ::testing::Values("llama_rope_linear", "qwen3", "phi3", "gemma3"),
+                         [](const auto& param_info) { return param_info.param; });
+
 TEST_P(BatchedForward, LogitsOnlyForTheRequestedRows) {
   auto loaded = LlamaModel::load((kTestModels / GetParam()).string());
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;

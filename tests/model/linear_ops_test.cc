@@ -12,6 +12,7 @@
 #include "../kernels/kernel_test_util.h"
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/panels16.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/cpu_weights.h"
 #include "ops/linear.h"
@@ -72,7 +73,7 @@ Tensor f16_weight(int64_t n, int64_t k, Buffer& storage) {
   return storage.view();
 }
 
-TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
+TEST(PrepareCpuWeights, PlacesInterleavedPanelledAndRowCopiesInOneHugePageArena) {
   const bool interleaves = kernels::has_interleaved_matmul();
   Buffer rows_q, rows_f, rows_small, arena;
   Tensor q4 = q4_0_weight(16, 96, 1, rows_q);   // 864 bytes
@@ -94,8 +95,9 @@ TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
       });
   EXPECT_EQ(placed, (std::vector<size_t>{0, 1, 2}));
   using Plan = ops::CpuWeightPlan;
+  // F16 in whole panels of 16 rows is panelled; 3 rows are not.
   EXPECT_EQ(plans, (std::vector<Plan>{interleaves ? Plan::kInterleave : Plan::kCopyRows,
-                                      Plan::kCopyRows, Plan::kCopyRows, Plan::kKeep}));
+                                      Plan::kPanels16, Plan::kCopyRows, Plan::kKeep}));
   const auto* base = static_cast<const uint8_t*>(arena.view().data);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % (uintptr_t{2} << 20), 0u);  // over 2 MiB in all
   EXPECT_EQ(q4.data, base);  // one after another, each on a 64-byte boundary
@@ -103,12 +105,16 @@ TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
   EXPECT_EQ(small.data, base + 896 + (2 << 20));
   EXPECT_EQ(vector.data, sources[3].data);
   EXPECT_EQ(q4.layout, interleaves ? WeightLayout::kInterleaved8 : WeightLayout::kRows);
-  for (const Tensor* w : {&f16, &small}) EXPECT_EQ(w->layout, WeightLayout::kRows);
+  EXPECT_EQ(f16.layout, WeightLayout::kPanels16);
+  EXPECT_EQ(small.layout, WeightLayout::kRows);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(weights[i]->shape, sources[i].shape);
     EXPECT_EQ(weights[i]->dtype, sources[i].dtype);
   }
-  EXPECT_EQ(std::memcmp(f16.data, sources[1].data, 1024 * 1024 * 2), 0);
+  std::vector<uint16_t> panels(1024 * 1024);
+  kernels::pack_panels16(kernels::RowFormat::kF16, sources[1].data, sources[1].row_bytes(), 1024,
+                         1024, panels.data());
+  EXPECT_EQ(std::memcmp(f16.data, panels.data(), 1024 * 1024 * 2), 0);
   EXPECT_EQ(std::memcmp(small.data, sources[2].data, 3 * 64 * 2), 0);
   if (interleaves) {
     std::vector<uint8_t> row(static_cast<size_t>(q4.row_bytes()));
@@ -121,8 +127,26 @@ TEST(PrepareCpuWeights, PlacesInterleavedAndRowCopiesInOneHugePageArena) {
   }
 }
 
-// HF folders: their mapped pages cannot be handed back, so rows stay where they are; weights the
-// int8 GEMM reads interleaved are still interleaved.
+TEST(PanelInPlace, PanelsWholePanelsOf16BitRowsOnly) {
+  Buffer rows_f, rows_small, rows_q;
+  Tensor f16 = f16_weight(32, 40, rows_f);
+  std::vector<uint16_t> want(32 * 40);
+  kernels::pack_panels16(kernels::RowFormat::kF16, f16.data, f16.row_bytes(), 32, 40, want.data());
+  const void* data = f16.data;
+  EXPECT_TRUE(ops::panel_in_place(f16));
+  EXPECT_EQ(f16.data, data);
+  EXPECT_EQ(f16.layout, WeightLayout::kPanels16);
+  EXPECT_EQ(std::memcmp(f16.data, want.data(), want.size() * 2), 0);
+  EXPECT_FALSE(ops::panel_in_place(f16));  // already panels
+  Tensor small = f16_weight(3, 64, rows_small);
+  EXPECT_FALSE(ops::panel_in_place(small));
+  EXPECT_EQ(small.layout, WeightLayout::kRows);
+  Tensor q4 = q4_0_weight(16, 64, 3, rows_q);
+  EXPECT_FALSE(ops::panel_in_place(q4));
+}
+
+// Where the source's pages cannot be handed back, rows stay where they are (F16 ones too); weights
+// the int8 GEMM reads interleaved are still interleaved.
 TEST(PrepareCpuWeights, KeepsRowsWhenTheirPagesCannotBeHandedBack) {
   Buffer rows_f, arena;
   Tensor f16 = f16_weight(16, 64, rows_f);

@@ -10,6 +10,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/panels16.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -290,7 +291,10 @@ const IsaKernels& scalar_kernels() {
                                        .int8_tile_prepare = nullptr,
                                        .int8_tile_gemm = nullptr,
                                        .attend_rows = attend_rows,
-                                       .attend_rows_softcapped = attend_rows_softcapped};
+                                       .attend_rows_softcapped = attend_rows_softcapped,
+                                       .panel16_dot = panel16_dot_scalar,
+                                       .panel16_unpack = panel16_unpack_scalar,
+                                       .panel16_gemm = panel16_gemm_scalar};
   return kKernels;
 }
 

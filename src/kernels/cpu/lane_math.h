@@ -77,6 +77,15 @@ struct Ymm {
   static Reg set1(float x) { return _mm256_set1_ps(x); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg x) { _mm256_storeu_ps(p, x); }
+  // 8 fp16 / bf16 values as fp32 (exact; F16C is part of every x86 build here).
+  static Reg load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static Reg load_bf16(const uint16_t* p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
@@ -114,6 +123,15 @@ struct Zmm {
   static Reg set1(float x) { return _mm512_set1_ps(x); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg x) { _mm512_storeu_ps(p, x); }
+  // 16 fp16 / bf16 values as fp32 (exact).
+  static Reg load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static Reg load_bf16(const uint16_t* p) {
+    const __m512i wide =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }

@@ -12,6 +12,7 @@
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/interleaved_rows.h"
+#include "kernels/cpu/panels16.h"
 
 namespace lm::kernels {
 namespace {
@@ -29,6 +30,11 @@ constexpr int64_t kDecodePieceGroups = 4;
 constexpr int64_t kPrefillPieceGroups = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
+// 16-bit panels: panels per decode piece, and the prefill tile: kPanelDepth values of k of one
+// panel as fp32 (16 KiB, in L1) against kPanelBlockRows X rows (their 512 KiB slice in L2).
+constexpr int64_t kDecodePiecePanels = 2;
+constexpr int64_t kPanelDepth = 256;
+constexpr int64_t kPanelBlockRows = 512;
 
 // fn(begin, end) for pieces of at most `piece` indices of [0, n), over the pool's threads as
 // OwnedRanges splits them.
@@ -276,6 +282,50 @@ void matmul_interleaved(std::span<const InterleavedProduct> products, const Inte
                        if (lo < hi) groups(products[i], lo - first_group[i], hi - first_group[i]);
                      }
                    });
+}
+
+void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                     int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+  LM_CHECK(m >= 0 && can_panel16(format, n, k));
+  const IsaKernels& kernels = isa_kernels(isa);
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const int64_t panel_bytes = k * kPanel16Rows * 2;
+  const int64_t num_panels = n / kPanel16Rows;
+  const auto add_bias = [&](int64_t g0, int64_t g1) {
+    if (bias == nullptr) return;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = g0 * kPanel16Rows; j < g1 * kPanel16Rows; ++j) y[i * n + j] += bias[j];
+    }
+  };
+  if (m < kDecodeMaxRows) {
+    // Decode: memory bound on W, so each panel is streamed once in its 16-bit form.
+    for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
+      kernels.panel16_dot(format, w_bytes + g0 * panel_bytes, g1 - g0, k, x, k, m,
+                          y + g0 * kPanel16Rows, n);
+      add_bias(g0, g1);
+    });
+    return;
+  }
+  // Prefill: each thread's panels, kPanelDepth values of k at a time, converted to fp32 once per
+  // block of X rows (a tile that stays in L1) and run against every row of the block (whose
+  // [rows, depth] slice stays in L2). The chains continue in y from one depth block to the next.
+  pool.parallel_for(num_panels, [&](int64_t g0, int64_t g1) {
+    thread_local std::vector<float> storage;
+    storage.resize(static_cast<size_t>(kPanelDepth * kPanel16Rows + kPanel16Rows));
+    float* panel = align_up_64(storage.data());
+    for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {
+      const int64_t mb = std::min(kPanelBlockRows, m - m0);
+      for (int64_t p0 = 0; p0 < k; p0 += kPanelDepth) {
+        const int64_t p1 = std::min(k, p0 + kPanelDepth);
+        for (int64_t g = g0; g < g1; ++g) {
+          kernels.panel16_unpack(format, w_bytes + g * panel_bytes, p0, p1, panel);
+          kernels.panel16_gemm(x + m0 * k + p0, k, mb, panel, p1 - p0,
+                               y + m0 * n + g * kPanel16Rows, n, p0 > 0);
+        }
+      }
+    }
+    add_bias(g0, g1);
+  });
 }
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,

@@ -20,6 +20,13 @@ void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x
             int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
             Isa isa = best_isa(), bool quantize_activations = false);
 
+// The same product for F16/BF16 W stored in panels (pack_panels16; can_panel16(format, n, k)):
+// fp32 activations, each output one FMA chain over k in order, so a row's outputs are the same
+// bits alone or in any batch, at every ISA level (panels16.h).
+void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                     int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
+                     Isa isa = best_isa());
+
 // True when `isa` has the int8 GEMM over interleaved weight rows (interleaved_rows.h).
 bool has_interleaved_matmul(Isa isa = best_isa());
 

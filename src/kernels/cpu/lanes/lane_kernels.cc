@@ -22,6 +22,7 @@
 #include "kernels/cpu/lane_math.h"
 #include "kernels/cpu/lanes/gemm_panel.h"
 #include "kernels/cpu/lanes/gemm_tile.h"
+#include "kernels/cpu/lanes/panels16.h"
 #include "kernels/cpu/lanes/silu_mul.h"
 #include "kernels/cpu/lanes/sum_exp.h"
 #include "kernels/cpu/lanes/vector_f32.h"
@@ -41,6 +42,9 @@ void add(IsaKernels& kernels) {
   kernels.sum_exp = lanes::sum_exp<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
   kernels.attend_rows_softcapped = attention_rows::attend_softcapped_any<Wide>;
+  kernels.panel16_dot = lanes::panel16_dot<Wide>;
+  kernels.panel16_unpack = lanes::panel16_unpack<Wide>;
+  kernels.panel16_gemm = lanes::panel16_gemm<Wide>;
   if constexpr (Wide::kLanes == 8) {
     kernels.dot_f32 = lanes::dot_f32<Wide>;
     kernels.axpy_f32 = lanes::axpy_f32<Wide>;

@@ -1,0 +1,164 @@
+// The 16-bit weight panel kernels (IsaKernels::panel16_dot, panel16_unpack, panel16_gemm; the
+// layout is panels16.h's) written once against the lane_math.h policies: kPanel16Rows weight rows
+// per panel take kPanel16Rows / kLanes registers, and every output is one fp32 FMA chain over k in
+// order, in its own lane, so any width, tile or batch gives the scalar reference's bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/lane_math.h"
+#include "kernels/cpu/panels16.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels::lanes {
+namespace {
+
+// Registers per panel row.
+template <typename V>
+inline constexpr int kPanelRegs = static_cast<int>(kPanel16Rows) / V::kLanes;
+
+// Panels a decode step runs side by side: two with 32 registers (more independent chains), one
+// with 16 (4 rows x 2 registers of accumulators leave room for the weights).
+template <typename V>
+inline constexpr int kDotPanels = V::kRegisters >= 32 ? 2 : 1;
+
+template <typename V, RowFormat F>
+typename V::Reg load_half(const uint16_t* p) {
+  if constexpr (F == RowFormat::kF16) {
+    return V::load_f16(p);
+  } else {
+    return V::load_bf16(p);
+  }
+}
+
+// MR activation rows against NP panels, straight from their 16-bit values.
+template <typename V, RowFormat F, int MR, int NP>
+void dot_micro(const uint16_t* w, int64_t panel_elems, int64_t k, const float* x, int64_t ldx,
+               float* y, int64_t ldy) {
+  constexpr int R = kPanelRegs<V>;
+  constexpr int NR = NP * R;
+  typename V::Reg acc[MR][NR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    typename V::Reg wv[NR];
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r)
+        wv[q * R + r] = load_half<V, F>(w + q * panel_elems + p * kPanel16Rows + r * V::kLanes);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const auto xv = V::set1(x[i * ldx + p]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fmadd(xv, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) V::store(y + i * ldy + j * V::kLanes, acc[i][j]);
+  }
+}
+
+// MR rows against panels [0, num_panels).
+template <typename V, RowFormat F, int MR>
+void dot_rows(const uint16_t* w, int64_t num_panels, int64_t k, const float* x, int64_t ldx,
+              float* y, int64_t ldy) {
+  constexpr int NP = kDotPanels<V>;
+  const int64_t panel_elems = k * kPanel16Rows;
+  int64_t g = 0;
+  for (; g + NP <= num_panels; g += NP)
+    dot_micro<V, F, MR, NP>(w + g * panel_elems, panel_elems, k, x, ldx, y + g * kPanel16Rows, ldy);
+  for (; g < num_panels; ++g)
+    dot_micro<V, F, MR, 1>(w + g * panel_elems, panel_elems, k, x, ldx, y + g * kPanel16Rows, ldy);
+}
+
+template <typename V, RowFormat F>
+void panel16_dot_format(const uint16_t* w, int64_t num_panels, int64_t k, const float* x,
+                        int64_t ldx, int64_t m, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4)
+    dot_rows<V, F, 4>(w, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+  for (; i + 2 <= m; i += 2)
+    dot_rows<V, F, 2>(w, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+  for (; i < m; ++i) dot_rows<V, F, 1>(w, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+}
+
+// y[i * ldy + 16 g + c] = sum over p of x[i * ldx + p] * panel g's (p, c), for few rows (decode).
+template <typename V>
+void panel16_dot(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
+                 const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) {
+  const auto* w = static_cast<const uint16_t*>(panels);
+  if (format == RowFormat::kF16) {
+    panel16_dot_format<V, RowFormat::kF16>(w, num_panels, k, x, ldx, m, y, ldy);
+  } else {
+    panel16_dot_format<V, RowFormat::kBF16>(w, num_panels, k, x, ldx, m, y, ldy);
+  }
+}
+
+// dst[(p - p0) * 16 + c] = panel's (p, c) as fp32, for p in [p0, p1).
+template <typename V>
+void panel16_unpack(RowFormat format, const void* panel, int64_t p0, int64_t p1, float* dst) {
+  const auto* src = static_cast<const uint16_t*>(panel) + p0 * kPanel16Rows;
+  const int64_t count = (p1 - p0) * kPanel16Rows;
+  if (format == RowFormat::kF16) {
+    for (int64_t e = 0; e < count; e += V::kLanes) V::store(dst + e, V::load_f16(src + e));
+  } else {
+    for (int64_t e = 0; e < count; e += V::kLanes) V::store(dst + e, V::load_bf16(src + e));
+  }
+}
+
+// MR rows against one unpacked panel, continuing the chains in y when `accumulate`.
+template <typename V, int MR>
+void gemm_micro(const float* x, int64_t ldx, const float* panel, int64_t k, float* y, int64_t ldy,
+                bool accumulate) {
+  constexpr int R = kPanelRegs<V>;
+  typename V::Reg acc[MR][R];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r)
+      acc[i][r] = accumulate ? V::load(y + i * ldy + r * V::kLanes) : V::zero();
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    typename V::Reg wv[R];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) wv[r] = V::load(panel + p * kPanel16Rows + r * V::kLanes);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const auto xv = V::set1(x[i * ldx + p]);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[i][r] = V::fmadd(xv, wv[r], acc[i][r]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) V::store(y + i * ldy + r * V::kLanes, acc[i][r]);
+  }
+}
+
+// Rows per register tile: 12 accumulators either way (12 x 1 of 16 lanes, 6 x 2 of 8).
+template <typename V>
+inline constexpr int kGemmRows = 12 / kPanelRegs<V>;
+
+// y[i * ldy + c] (+)= sum over p < k of x[i * ldx + p] * panel[p * 16 + c], for i < m, c < 16.
+template <typename V>
+void panel16_gemm(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t k, float* y,
+                  int64_t ldy, bool accumulate) {
+  constexpr int MR = kGemmRows<V>;
+  int64_t i = 0;
+  for (; i + MR <= m; i += MR)
+    gemm_micro<V, MR>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
+  for (; i + 4 <= m; i += 4)
+    gemm_micro<V, 4>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
+  for (; i < m; ++i) gemm_micro<V, 1>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
+}
+
+}  // namespace
+}  // namespace lm::kernels::lanes
