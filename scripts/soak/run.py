@@ -276,13 +276,25 @@ def parse_metrics(text: str) -> dict:
     return out
 
 
-def gauges(port: int) -> dict:
+def metrics(port: int) -> dict:
     status, raw = http_json(port, "GET", "/metrics", None, 30)
     if status != 200:
         raise TransportError(f"/metrics answered {status}")
-    m = parse_metrics(raw.decode())
+    return parse_metrics(raw.decode())
+
+
+def gauges(port: int) -> dict:
+    m = metrics(port)
     return {g: m.get(g) for g in GAUGES} | {"tgi_kv_cache_blocks_total":
                                             m.get("tgi_kv_cache_blocks_total")}
+
+
+def request_counters(port: int) -> dict:
+    """The server's own count of requests: successes, and failures by kind (dropped = the client
+    left before the end)."""
+    return {k: v for k, v in metrics(port).items()
+            if k.startswith(("tgi_request_count", "tgi_request_success", "tgi_request_failure",
+                             "tgi_request_preemptions", "tgi_prefix_cache_hit_rate"))}
 
 
 # ---- the soak ---------------------------------------------------------------------------------
@@ -455,6 +467,10 @@ class Soak:
             t.record(kind, "transport_error")
             t.note("transport_errors", {"kind": kind, "error": str(e)[:300]})
             return kind, "transport_error"
+        except Exception as e:  # noqa: BLE001 -- e.g. an error event inside an OpenAI stream
+            t.record(kind, "transport_error")
+            t.note("transport_errors", {"kind": kind, "error": f"{type(e).__name__}: {e}"[:300]})
+            return kind, "transport_error"
 
     def client(self, worker: int, deadline: float):
         rng = random.Random(self.o.seed * 1000 + worker)
@@ -519,6 +535,7 @@ class Soak:
         self.phase = "drain"
         self.oai.close()  # its kept-alive connections are ours, not the server's leak
         end_gauges = self.wait_idle()
+        counters = request_counters(self.port)
         # An idle server's state after the load: the same greedy outputs as before it.
         post_mismatches = []
         for idx in range(len(self.prompts)):
@@ -530,8 +547,10 @@ class Soak:
         end = self.take_sample()
         self._stop_sampling.set()
         sampler.join()
-        return self.report(before_load, end, end_gauges, post_mismatches,
-                           load_start - self.t0, load_end - self.t0)
+        report = self.report(before_load, end, end_gauges, post_mismatches,
+                             load_start - self.t0, load_end - self.t0)
+        report["server_counters"] = counters
+        return report
 
     # -- the verdict --
 
@@ -668,8 +687,16 @@ def main() -> int:
     report["model"] = str(a.model.relative_to(ROOT) if a.model.is_relative_to(ROOT) else a.model)
     report["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
     report["machine"] = {"nproc": os.cpu_count()}
+    # The curves as columns (one list per field, one entry per sample): compact and plottable.
+    samples = report.pop("samples")
+    report["curves"] = {k: [s.get(k) for s in samples] for k in dict.fromkeys(
+        k for s in samples for k in s)}  # fmt: skip
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(report, indent=1) + "\n")
+    body = json.dumps(report, indent=1)
+    for k, column in report["curves"].items():  # one line per curve
+        body = body.replace(json.dumps(column, indent=1).replace("\n", "\n  "),
+                            json.dumps(column), 1)
+    a.out.write_text(body + "\n")
     s = report["summary"]
     print(json.dumps({k: report[k] for k in ("kinds", "statuses", "num_5xx", "num_mismatches",
                                              "num_transport_errors", "end_gauges", "flatness",
