@@ -4,6 +4,7 @@ prefix cache only up to --prefix-cache-max-mib, the blocks past it are handed ba
 
 import json
 import subprocess
+import time
 
 from conftest import LAUNCHER, MODEL, launch_server
 
@@ -34,7 +35,10 @@ def _serve_distinct_prompts(server) -> tuple[float, int, int]:
         r = server.post("/generate", {"inputs": _distinct_prompt(i), "parameters": {"max_new_tokens": 1}},
                         timeout=300)
         assert r.status_code == 200, r.text
-    m = server.metrics()
+    # The answer goes out before the engine frees the sequence's blocks: wait for that.
+    deadline = time.monotonic() + 30
+    while (m := server.metrics())["tgi_kv_cache_blocks_used"] != 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert m["tgi_kv_cache_blocks_used"] == 0
     assert m["lm_kv_cache_resident_bytes"] == m["tgi_kv_cache_blocks_resident"] * BLOCK_BYTES
     return m["lm_kv_cache_resident_bytes"], _rss_bytes(server.proc.pid) - rss_before, m["tgi_prefix_cache_query_tokens"]
