@@ -5,6 +5,7 @@
 
 #include "base/text_file.h"
 #include "loader/gguf_file.h"
+#include "loader/quantized_checkpoint.h"
 #include "loader/safetensors_file.h"
 
 namespace lm {
@@ -28,7 +29,8 @@ WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
   return store;
 }
 
-Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
+Result<WeightStore> WeightStore::from_hf_folder(
+    const std::string& dir, const std::optional<QuantizationConfig>& quantization) {
   WeightStore store;
   store.origin_ = dir;
   const std::string single = dir + "/model.safetensors";
@@ -82,6 +84,18 @@ Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
       if (store.find(name) == nullptr) {
         return Error{index_path + ": tensor '" + name + "' is listed for " +
                      shard.get<std::string>() + " but that shard does not contain it"};
+      }
+    }
+  }
+  if (quantization) {
+    LM_ASSIGN_OR_RETURN(RepackSummary summary,
+                        repack_quantized_linears(*quantization, store.tensors_, store.owners_));
+    store.repack_summary_ = std::move(summary.text);
+  } else {
+    for (const auto& [name, tensor] : store.tensors_) {
+      if (name.ends_with(".qweight") || name.ends_with(".weight_packed")) {
+        return Error{dir + ": tensor '" + name +
+                     "' is stored quantized, but config.json has no quantization_config"};
       }
     }
   }
