@@ -84,10 +84,13 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return not_built("sharding (--sharded/--num-shard > 1)",
                      "tensor-parallel sharding needs the CUDA model runner (issue 25)");
   }
-  if (a.quantize) {
+  // gptq / awq / compressed-tensors (and marlin, TGI's GPU kernel for GPTQ/AWQ weights) name a
+  // pre-quantized checkpoint's format, checked against its quantization_config at load.
+  if (a.quantize && *a.quantize != "gptq" && *a.quantize != "awq" &&
+      *a.quantize != "compressed-tensors" && *a.quantize != "marlin") {
     return not_built("--quantize " + *a.quantize,
-                     "quantizing at load is issue 20; serve a pre-quantized GGUF file "
-                     "(Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) instead");
+                     "quantizing at load is issue 20; serve a pre-quantized checkpoint (GPTQ, "
+                     "AWQ, compressed-tensors, or a GGUF file) instead");
   }
   if (a.speculate) return not_built("--speculate", "speculative decoding is issue 23");
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");

@@ -33,7 +33,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("SHARDED");
   app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here: issue 25)")
       ->envname("NUM_SHARD");
-  app.add_option("--quantize", a.quantize, "Quantize at load (refused: serve a pre-quantized GGUF)")
+  app.add_option("--quantize", a.quantize,
+                 "The checkpoint's quantization: gptq, awq, compressed-tensors, marlin (read from "
+                 "config.json when unset); quantizing at load is refused")
       ->envname("QUANTIZE");
   app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
       ->envname("SPECULATE");

@@ -153,8 +153,9 @@ int run_server(const LauncherArgs& args) {
   StartPlan plan;
   plan.memory = available_memory();
   log_info(fmt::format("Loading {}", files->path));
-  auto model = LlamaModel::load(files->path, {*rope});
+  auto model = LlamaModel::load(files->path, {*rope, args.quantize});
   if (!model.ok()) return fail(model.error().message);
+  if (!(*model)->repack_summary().empty()) log_info((*model)->repack_summary());
   auto tokenizer = load_tokenizer_for(files->path, **model);
   if (!tokenizer.ok()) return fail(tokenizer.error().message);
   const ModelConfig& config = (*model)->config();

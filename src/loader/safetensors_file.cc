@@ -14,6 +14,10 @@ std::optional<DType> dtype_from_name(const std::string& name) {
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
+  // The integer tensors of pre-quantized checkpoints (packed weights, zero-points, g_idx, shapes).
+  if (name == "I32") return DType::kI32;
+  if (name == "I8") return DType::kI8;
+  if (name == "I64") return DType::kI64;
   return std::nullopt;
 }
 
@@ -71,7 +75,7 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
     auto dtype = dtype_from_name(dtype_it->get<std::string>());
     if (!dtype)
       return bad("unsupported dtype " + dtype_it->get<std::string>() +
-                 " (supported: F32, F16, BF16)");
+                 " (supported: F32, F16, BF16; I32, I8, I64 in quantized checkpoints)");
     Shape shape;
     uint64_t elements = 1;
     for (const auto& d : *shape_it) {

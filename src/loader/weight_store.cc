@@ -5,6 +5,7 @@
 
 #include "base/text_file.h"
 #include "loader/gguf_file.h"
+#include "loader/quantized_checkpoint.h"
 #include "loader/safetensors_file.h"
 
 namespace lm {
@@ -24,7 +25,8 @@ void WeightStore::drop_pages(const void* p, size_t bytes) const {
   for (const auto& shard : shards_) {
     if (shard->contains(p, bytes)) return shard->drop_pages(p, bytes);
   }
-  LM_CHECK_MSG(false, "drop_pages outside the store's files");
+  // Not in a file: a weight the load repacked (GPTQ/AWQ/compressed-tensors) into memory the store
+  // owns. It is freed with the store; its pages are not the kernel's to drop.
 }
 
 WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
@@ -37,7 +39,8 @@ WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
   return store;
 }
 
-Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
+Result<WeightStore> WeightStore::from_hf_folder(
+    const std::string& dir, const std::optional<QuantizationConfig>& quantization) {
   WeightStore store;
   store.origin_ = dir;
   const std::string single = dir + "/model.safetensors";
@@ -92,6 +95,18 @@ Result<WeightStore> WeightStore::from_hf_folder(const std::string& dir) {
       if (store.find(name) == nullptr) {
         return Error{index_path + ": tensor '" + name + "' is listed for " +
                      shard.get<std::string>() + " but that shard does not contain it"};
+      }
+    }
+  }
+  if (quantization) {
+    LM_ASSIGN_OR_RETURN(RepackSummary summary,
+                        repack_quantized_linears(*quantization, store.tensors_, store.owners_));
+    store.repack_summary_ = std::move(summary.text);
+  } else {
+    for (const auto& [name, tensor] : store.tensors_) {
+      if (name.ends_with(".qweight") || name.ends_with(".weight_packed")) {
+        return Error{dir + ": tensor '" + name +
+                     "' is stored quantized, but config.json has no quantization_config"};
       }
     }
   }

@@ -4,10 +4,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "loader/quantization_config.h"
 #include "tensor/tensor.h"
 
 namespace lm {
@@ -23,8 +25,10 @@ class WeightStore {
   ~WeightStore();
 
   // A Hugging Face model folder: model.safetensors, or the shards named by
-  // model.safetensors.index.json.
-  static Result<WeightStore> from_hf_folder(const std::string& dir);
+  // model.safetensors.index.json. With `quantization` (a pre-quantized checkpoint), its quantized
+  // Linears are repacked at load into `<module>.weight` tensors (loader/quantized_checkpoint.h).
+  static Result<WeightStore> from_hf_folder(
+      const std::string& dir, const std::optional<QuantizationConfig>& quantization = {});
   // Takes the tensors of an already opened GGUF file (shared with the config and vocab readers).
   static WeightStore from_gguf(std::shared_ptr<const GgufFile> gguf);
 
@@ -32,9 +36,13 @@ class WeightStore {
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   // Where the weights came from, for error messages.
   const std::string& origin() const { return origin_; }
-  // MappedFile::drop_pages for [p, p + bytes), the bytes of one of this store's tensors (checked):
-  // e.g. once they were copied elsewhere.
+  // MappedFile::drop_pages for [p, p + bytes), the bytes of one of this store's tensors: e.g. once
+  // they were copied elsewhere. A no-op for tensors the load repacked into memory of its own.
   void drop_pages(const void* p, size_t bytes) const;
+
+  // What the load repacked (e.g. "gptq 4-bit: 14 quantized Linears repacked (14 as Q4_0)"), or
+  // empty for an unquantized checkpoint.
+  const std::string& repack_summary() const { return repack_summary_; }
 
  private:
   std::vector<std::shared_ptr<const void>> owners_;  // keeps the mappings alive
@@ -42,6 +50,7 @@ class WeightStore {
   std::vector<std::shared_ptr<const SafetensorsFile>> shards_;
   std::map<std::string, Tensor> tensors_;
   std::string origin_;
+  std::string repack_summary_;
 };
 
 }  // namespace lm

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "loader/gguf_file.h"
+#include "loader/quantization_config.h"
 #include "model/rope_frequencies.h"
 #include "ops/cpu_weights.h"
 #include "ops/layers.h"
@@ -83,12 +84,19 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
   WeightNaming naming;
   if (is_directory(path)) {
     LM_ASSIGN_OR_RETURN(model->config_, load_hf_config(path));
-    LM_ASSIGN_OR_RETURN(model->store_, WeightStore::from_hf_folder(path));
+    LM_ASSIGN_OR_RETURN(auto quantization, read_quantization_config(path));
+    if (options.quantize) LM_RETURN_IF_ERROR(check_quantize_flag(*options.quantize, quantization));
+    LM_ASSIGN_OR_RETURN(model->store_, WeightStore::from_hf_folder(path, quantization));
     naming = WeightNaming::kHuggingFace;
   } else {
     LM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
     model->gguf_ = std::make_shared<const GgufFile>(std::move(gguf));
     LM_ASSIGN_OR_RETURN(model->config_, config_from_gguf(*model->gguf_));
+    if (options.quantize) {
+      return Error{"--quantize " + *options.quantize + ": " + path +
+                   " is a GGUF file, served in its own block formats; --quantize applies to "
+                   "Hugging Face folders"};
+    }
     model->store_ = WeightStore::from_gguf(model->gguf_);
     naming = WeightNaming::kGguf;
   }

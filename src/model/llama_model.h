@@ -23,9 +23,11 @@ namespace lm {
 
 class GgufFile;
 
-// What the launcher may change about a model's config at load (TGI's --rope-scaling/-factor).
+// What the launcher may change about a model's config at load (TGI's --rope-scaling/-factor), and
+// TGI's --quantize, checked against the checkpoint's quantization_config.
 struct ModelLoadOptions {
   std::optional<RopeScalingOverride> rope_scaling;
+  std::optional<std::string> quantize;
 };
 
 class LlamaModel {
@@ -36,6 +38,8 @@ class LlamaModel {
 
   const ModelConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
+  // What was repacked from a pre-quantized checkpoint (GPTQ/AWQ/compressed-tensors), or empty.
+  const std::string& repack_summary() const { return store_.repack_summary(); }
 
   // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
   // must come before set_int8_activations. The matrices are spread over `pool`.

@@ -62,13 +62,28 @@ const float* check_linear(const Tensor& x, const Tensor& w, const Tensor& bias, 
   return bias.as<float>();
 }
 
+// x [m, k] with its columns in w's column_order (an act-order weight, tensor.h), into `storage`;
+// x itself when w has none.
+Tensor ordered_input(const Tensor& x, const Tensor& w, std::vector<float>& storage) {
+  if (w.column_order == nullptr) return x;
+  const int64_t m = x.dim(0), k = x.dim(1);
+  storage.resize(static_cast<size_t>(m * k));
+  const float* src = x.as<float>();
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < k; ++j)
+      storage[static_cast<size_t>(r * k + j)] = src[r * k + w.column_order[j]];
+  return Tensor{DType::kF32, {m, k}, storage.data(), Device::kCpu};
+}
+
 }  // namespace
 
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
+void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations) {
-  const float* bias_data = check_linear(x, w, bias, y);
+  const float* bias_data = check_linear(x_in, w, bias, y);
+  thread_local std::vector<float> ordered;
+  const Tensor x = ordered_input(x_in, w, ordered);
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
   if (w.layout == WeightLayout::kInterleaved8) {
     kernels::matmul_interleaved(checked_format(w), w.data, x.as<float>(), y.as<float>(), m, n, k,
@@ -87,8 +102,10 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, Thr
 void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> outputs,
                          ThreadPool& pool, bool quantize_activations) {
   bool all_interleaved = true;
-  for (const LinearOutput& o : outputs)
-    all_interleaved = all_interleaved && o.w->layout == WeightLayout::kInterleaved8;
+  for (const LinearOutput& o : outputs) {
+    all_interleaved = all_interleaved && o.w->layout == WeightLayout::kInterleaved8 &&
+                      o.w->column_order == nullptr;
+  }
   if (!all_interleaved) {
     for (const LinearOutput& o : outputs) linear(x, *o.w, o.bias, *o.y, pool, quantize_activations);
     return;
@@ -105,7 +122,7 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
 }
 
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {
-  LM_CHECK(table.layout == WeightLayout::kRows);
+  LM_CHECK(table.layout == WeightLayout::kRows && table.column_order == nullptr);
   LM_CHECK(table.rank() == 2 && out.rank() == 2 && out.dtype == DType::kF32);
   const int64_t rows = table.dim(0), k = table.dim(1);
   LM_CHECK(out.dim(0) == num_ids && out.dim(1) == k);

@@ -20,6 +20,7 @@ std::optional<kernels::RowFormat> row_format(DType dtype);
 bool supports_weight_dtype(DType dtype);
 
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
+// A weight with a column_order (tensor.h) reads x's columns in that order.
 // quantize_activations: for GGML block-format weights, x is quantized to int8 blocks and the dots
 // are integer (llama.cpp's numerics); ignored for other dtypes. Interleaved weights
 // (ops/cpu_weights.h) always take the int8 path, F16/BF16 panels the panel GEMM.
@@ -41,7 +42,8 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
 // out[i, :] = table[ids[i], :] as fp32; ids must be valid rows (checked).
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out);
 
-// A weight's rows as fp32 (for norms and biases stored in F16/BF16).
+// A weight's rows as fp32 (for norms and biases stored in F16/BF16), columns as stored (a
+// column_order is not undone).
 std::vector<float> to_f32(const Tensor& t);
 
 }  // namespace lm::ops

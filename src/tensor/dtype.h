@@ -24,7 +24,9 @@ enum class DType : uint8_t {
   kQ3_K,
   kIQ4_NL,
   kIQ4_XS,
-  kI32
+  kI32,
+  kI8,  // quantized checkpoints' integer tensors (compressed-tensors' int8 weights)
+  kI64  // compressed-tensors' weight_shape
 };
 
 struct DTypeInfo {

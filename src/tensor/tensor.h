@@ -30,6 +30,10 @@ struct Tensor {
   void* data = nullptr;
   Device device = Device::kCpu;
   WeightLayout layout = WeightLayout::kRows;
+  // A Linear weight whose columns are a permutation of the input's: column j multiplies input
+  // column column_order[j] (act-order GPTQ weights, regrouped at load so each group's columns are
+  // adjacent: loader/integer_linear.h). Null: column j multiplies input column j.
+  const int32_t* column_order = nullptr;
 
   bool empty() const { return data == nullptr; }
   int rank() const { return static_cast<int>(shape.size()); }

@@ -40,8 +40,13 @@ TEST(LauncherArgs, TgiCrossChecksWithTgiMessages) {
 // Settings that would change results and are not built: refused, naming what is missing.
 TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   LauncherArgs a;
-  a.quantize = "gptq";
-  EXPECT_NE(check_error(a).find("--quantize gptq is not supported yet"), std::string::npos);
+  a.quantize = "bitsandbytes-nf4";
+  EXPECT_NE(check_error(a).find("--quantize bitsandbytes-nf4 is not supported yet"),
+            std::string::npos);
+  for (const char* prequantized : {"gptq", "awq", "compressed-tensors", "marlin"}) {
+    a.quantize = prequantized;  // checked against the checkpoint at load
+    EXPECT_TRUE(check_launcher_args(a).ok()) << prequantized;
+  }
   a = {};
   a.num_shard = 2;
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);

@@ -89,7 +89,8 @@ def test_log_level_from_the_environment():
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"QUANTIZE": "gptq"}, "--quantize gptq is not supported yet"),
+    ({"QUANTIZE": "eetq"}, "--quantize eetq is not supported yet"),
+    ({"QUANTIZE": "gptq"}, "--quantize gptq: "),  # the default model is a GGUF file
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),
     ({"SPECULATE": "3"}, "--speculate is not supported yet: speculative decoding"),

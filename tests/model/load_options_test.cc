@@ -141,7 +141,8 @@ TEST(LoadOptions, RopeScalingFlagsReplaceTheConfigs) {
   ASSERT_TRUE(plain.ok()) << plain.error().message;
   EXPECT_LT(agreement(**plain, fixture).greedy_equal, fixture["cases"].size());
 
-  auto overridden = LlamaModel::load(dir.string(), {RopeScalingOverride{RopeType::kLinear, 2.0}});
+  auto overridden =
+      LlamaModel::load(dir.string(), {RopeScalingOverride{RopeType::kLinear, 2.0}, {}});
   ASSERT_TRUE(overridden.ok()) << overridden.error().message;
   EXPECT_EQ((*overridden)->config().rope.type, RopeType::kLinear);
   const Agreement a = agreement(**overridden, fixture);

@@ -24,6 +24,9 @@ TEST(DType, LowbitBlocks) {
   EXPECT_FALSE(dtype_bytes(DType::kIQ4_XS, 32).has_value());
   EXPECT_EQ(dtype_name(DType::kIQ4_NL), "IQ4_NL");
   EXPECT_EQ(dtype_name(DType::kI32), "I32");  // the table stays in enum order
+  EXPECT_EQ(dtype_name(DType::kI8), "I8");
+  EXPECT_EQ(dtype_name(DType::kI64), "I64");
+  EXPECT_EQ(dtype_info(DType::kI64).block_bytes, 8);
 }
 
 TEST(Tensor, RowBytesAndShape) {

@@ -1,0 +1,137 @@
+#include "loader/integer_linear.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "base/fp16.h"
+
+namespace lm {
+namespace {
+
+constexpr int64_t kBlock = 32;  // GGML's Q4_0 / Q5_0 / Q8_0 block
+
+bool is_exact_fp16(float s) { return std::isfinite(s) && fp16_to_fp32(fp32_to_fp16(s)) == s; }
+
+// True when every block of 32 columns lies inside one group (so one scale per block and row).
+bool blocks_inside_groups(const std::vector<int32_t>& group_of_col) {
+  if (group_of_col.size() % kBlock != 0) return false;
+  for (size_t b = 0; b < group_of_col.size(); b += kBlock) {
+    for (size_t k = b + 1; k < b + kBlock; ++k)
+      if (group_of_col[k] != group_of_col[b]) return false;
+  }
+  return true;
+}
+
+// The memory of a repacked weight: its bytes and, when regrouped, its column order.
+struct Storage {
+  Buffer bytes;
+  std::vector<int32_t> column_order;
+};
+
+RepackedLinear allocate(DType dtype, int64_t rows, int64_t cols,
+                        std::vector<int32_t> column_order = {}) {
+  const auto bytes = dtype_bytes(dtype, static_cast<uint64_t>(rows * cols));
+  LM_CHECK(bytes.has_value());
+  auto storage = std::make_shared<Storage>(
+      Storage{Buffer::of_bytes(static_cast<int64_t>(*bytes), Buffer::Pages::kHuge),
+              std::move(column_order)});
+  Tensor weight{dtype, {rows, cols}, storage->bytes.view().data, Device::kCpu};
+  if (!storage->column_order.empty()) weight.column_order = storage->column_order.data();
+  return {weight, storage};
+}
+
+// w with its columns stably sorted by group, and that order; nullopt when the groups are already
+// in whole blocks, or would not be after sorting (a group size that is not a multiple of 32).
+std::optional<std::pair<IntegerLinear, std::vector<int32_t>>> regrouped(const IntegerLinear& w) {
+  if (blocks_inside_groups(w.group_of_col)) return std::nullopt;
+  std::vector<int32_t> order(static_cast<size_t>(w.cols));
+  for (int64_t k = 0; k < w.cols; ++k) order[static_cast<size_t>(k)] = static_cast<int32_t>(k);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return w.group_of_col[static_cast<size_t>(a)] < w.group_of_col[static_cast<size_t>(b)];
+  });
+  IntegerLinear out = w;
+  for (int64_t j = 0; j < w.cols; ++j) {
+    const auto k = static_cast<size_t>(order[static_cast<size_t>(j)]);
+    out.group_of_col[static_cast<size_t>(j)] = w.group_of_col[k];
+    for (int64_t n = 0; n < w.rows; ++n)
+      out.q[static_cast<size_t>(n * w.cols + j)] = w.q[static_cast<size_t>(n * w.cols) + k];
+  }
+  if (!blocks_inside_groups(out.group_of_col)) return std::nullopt;
+  return std::make_pair(std::move(out), std::move(order));
+}
+
+// One row's blocks in `dtype` (Q4_0, Q5_0 or Q8_0 layout, kernels/cpu/row_format.h).
+void write_row_blocks(DType dtype, const IntegerLinear& w, int64_t n, uint8_t* dst) {
+  const int16_t* q = w.q.data() + n * w.cols;
+  const float* scales = w.scales.data() + n * w.num_groups;
+  const int64_t block_bytes = dtype_info(dtype).block_bytes;
+  for (int64_t b = 0; b < w.cols / kBlock; ++b, q += kBlock, dst += block_bytes) {
+    const uint16_t d = fp32_to_fp16(scales[w.group_of_col[static_cast<size_t>(b * kBlock)]]);
+    std::memcpy(dst, &d, 2);
+    if (dtype == DType::kQ8_0) {
+      for (int i = 0; i < kBlock; ++i) dst[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(q[i]));
+    } else if (dtype == DType::kQ4_0) {
+      for (int i = 0; i < kBlock / 2; ++i)
+        dst[2 + i] = static_cast<uint8_t>((q[i] + 8) | ((q[i + 16] + 8) << 4));
+    } else {  // Q5_0: low nibbles as Q4_0, the fifth bit of element i in bit i of qh
+      uint32_t qh = 0;
+      for (int i = 0; i < kBlock; ++i) qh |= static_cast<uint32_t>(((q[i] + 16) >> 4) & 1) << i;
+      std::memcpy(dst + 2, &qh, 4);
+      for (int i = 0; i < kBlock / 2; ++i) {
+        dst[6 + i] = static_cast<uint8_t>(((q[i] + 16) & 0xf) | (((q[i + 16] + 16) & 0xf) << 4));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<RepackedLinear> repack_integer_linear(const IntegerLinear& w, const std::string& name) {
+  LM_CHECK(static_cast<int64_t>(w.q.size()) == w.rows * w.cols);
+  LM_CHECK(static_cast<int64_t>(w.group_of_col.size()) == w.cols);
+  LM_CHECK(static_cast<int64_t>(w.scales.size()) == w.rows * w.num_groups);
+  bool fp16_scales = true;
+  for (float s : w.scales) {
+    if (!std::isfinite(s))
+      return Error{name + ": a scale is not finite (" + std::to_string(s) + ")"};
+    fp16_scales = fp16_scales && is_exact_fp16(s);
+  }
+  const auto [lo, hi] = std::minmax_element(w.q.begin(), w.q.end());
+  const int qmin = w.q.empty() ? 0 : *lo, qmax = w.q.empty() ? 0 : *hi;
+  std::optional<DType> block_dtype;
+  auto regroup = fp16_scales ? regrouped(w) : std::nullopt;
+  const IntegerLinear& blocks = regroup ? regroup->first : w;
+  if (fp16_scales && blocks_inside_groups(blocks.group_of_col)) {
+    if (qmin >= -8 && qmax <= 7) {
+      block_dtype = DType::kQ4_0;
+    } else if (qmin >= -16 && qmax <= 15) {
+      block_dtype = DType::kQ5_0;
+    } else if (qmin >= -128 && qmax <= 127) {
+      block_dtype = DType::kQ8_0;
+    }
+  }
+  if (block_dtype) {
+    RepackedLinear out = allocate(*block_dtype, w.rows, w.cols,
+                                  regroup ? std::move(regroup->second) : std::vector<int32_t>{});
+    const int64_t row_bytes = out.weight.row_bytes();
+    auto* dst = static_cast<uint8_t*>(out.weight.data);
+    for (int64_t n = 0; n < w.rows; ++n)
+      write_row_blocks(*block_dtype, blocks, n, dst + n * row_bytes);
+    return out;
+  }
+  RepackedLinear out = allocate(DType::kF32, w.rows, w.cols);
+  float* dst = out.weight.as<float>();
+  for (int64_t n = 0; n < w.rows; ++n) {
+    const float* scales = w.scales.data() + n * w.num_groups;
+    for (int64_t k = 0; k < w.cols; ++k) {
+      dst[n * w.cols + k] = scales[w.group_of_col[static_cast<size_t>(k)]] *
+                            static_cast<float>(w.q[static_cast<size_t>(n * w.cols + k)]);
+    }
+  }
+  return out;
+}
+
+}  // namespace lm

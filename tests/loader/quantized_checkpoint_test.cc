@@ -1,0 +1,395 @@
+// Pre-quantized Linears on hand-built packs: each format's layout read back exactly (the
+// repacked GGML blocks decoded here by their spec equal s * (q - z)), the block format chosen, act
+// order regrouped, and hostile tensors refused with one error naming the tensor. The
+// quantization_config reader and --quantize against it.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "base/fp16.h"
+#include "loader/quantization_config.h"
+#include "loader/quantized_checkpoint.h"
+
+namespace lm {
+namespace {
+
+// Tensors built in memory, with storage that lives as long as the checkpoint.
+struct Checkpoint {
+  std::map<std::string, Tensor> tensors;
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> storage;
+  std::vector<std::shared_ptr<const void>> owners;
+
+  template <typename T>
+  void add(const std::string& name, DType dtype, Shape shape, const std::vector<T>& values) {
+    auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(T));
+    std::memcpy(bytes->data(), values.data(), bytes->size());
+    tensors[name] = Tensor{dtype, std::move(shape), bytes->data(), Device::kCpu};
+    storage.push_back(bytes);
+  }
+};
+
+// Row n of a repacked weight decoded from its GGML layout (kernels/cpu/row_format.h).
+std::vector<float> decode_row(const Tensor& w, int64_t n) {
+  const int64_t k = w.dim(1);
+  std::vector<float> out(static_cast<size_t>(k));
+  const auto* row = static_cast<const uint8_t*>(w.data) + n * w.row_bytes();
+  if (w.dtype == DType::kF32) {
+    std::memcpy(out.data(), row, static_cast<size_t>(k) * 4);
+    return out;
+  }
+  const int64_t block_bytes = dtype_info(w.dtype).block_bytes;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const uint8_t* p = row + b * block_bytes;
+    uint16_t d16;
+    std::memcpy(&d16, p, 2);
+    const float d = fp16_to_fp32(d16);
+    for (int i = 0; i < 32; ++i) {
+      int q = 0;
+      if (w.dtype == DType::kQ8_0) {
+        q = static_cast<int8_t>(p[2 + i]);
+      } else if (w.dtype == DType::kQ4_0) {
+        q = ((p[2 + i % 16] >> (i < 16 ? 0 : 4)) & 0xf) - 8;
+      } else {  // Q5_0
+        uint32_t qh;
+        std::memcpy(&qh, p + 2, 4);
+        q = (((p[6 + i % 16] >> (i < 16 ? 0 : 4)) & 0xf) | (((qh >> i) & 1) << 4)) - 16;
+      }
+      out[static_cast<size_t>(b * 32 + i)] = d * static_cast<float>(q);
+    }
+  }
+  return out;
+}
+
+// The weight as the input's columns see it (a regrouped weight's column_order undone).
+std::vector<float> weight_values(const Tensor& w) {
+  const int64_t rows = w.dim(0), k = w.dim(1);
+  std::vector<float> out(static_cast<size_t>(rows * k));
+  for (int64_t n = 0; n < rows; ++n) {
+    const std::vector<float> row = decode_row(w, n);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t col = w.column_order != nullptr ? w.column_order[j] : j;
+      out[static_cast<size_t>(n * k + col)] = row[static_cast<size_t>(j)];
+    }
+  }
+  return out;
+}
+
+// A GPTQ module [rows, cols] with random stored values, zeros and fp16 scales: the tensors as
+// AutoGPTQ / gptqmodel write them, and the exact weight s * (q - z).
+struct GptqCase {
+  int bits = 4;
+  int64_t rows = 16, cols = 128, group_size = 32;
+  bool v1 = true;
+  bool act_order = false;
+  int zero = -1;  // -1: random zero-points; else every zero-point (8 / 128: symmetric)
+  uint32_t seed = 1;
+};
+
+std::vector<float> add_gptq(Checkpoint& c, const std::string& p, const GptqCase& g) {
+  std::mt19937 rng(g.seed);
+  const int per = 32 / g.bits, maxq = (1 << g.bits) - 1;
+  const int64_t groups = g.group_size < 0 ? 1 : g.cols / g.group_size;
+  std::vector<int32_t> g_idx(static_cast<size_t>(g.cols));
+  for (int64_t k = 0; k < g.cols; ++k)
+    g_idx[static_cast<size_t>(k)] = static_cast<int32_t>(g.group_size < 0 ? 0 : k / g.group_size);
+  if (g.act_order) std::shuffle(g_idx.begin(), g_idx.end(), rng);
+  std::vector<uint32_t> qweight(static_cast<size_t>(g.cols / per * g.rows));
+  std::vector<uint32_t> qzeros(static_cast<size_t>(groups * g.rows / per));
+  std::vector<uint16_t> scales(static_cast<size_t>(groups * g.rows));
+  std::vector<int> q(static_cast<size_t>(g.rows * g.cols)), z(static_cast<size_t>(groups * g.rows));
+  for (int64_t k = 0; k < g.cols; ++k)
+    for (int64_t n = 0; n < g.rows; ++n) {
+      const int v = static_cast<int>(rng() % (maxq + 1));
+      q[static_cast<size_t>(n * g.cols + k)] = v;
+      qweight[static_cast<size_t>(k / per * g.rows + n)] |= static_cast<uint32_t>(v)
+                                                            << (g.bits * (k % per));
+    }
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t n = 0; n < g.rows; ++n) {
+      const int v = g.zero >= 0 ? g.zero : static_cast<int>(rng() % (maxq + 1));
+      z[static_cast<size_t>(gi * g.rows + n)] = v;
+      qzeros[static_cast<size_t>(gi * g.rows / per + n / per)] |= static_cast<uint32_t>(v)
+                                                                  << (g.bits * (n % per));
+      scales[static_cast<size_t>(gi * g.rows + n)] =
+          fp32_to_fp16(std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, -9));
+    }
+  if (g.v1)  // stored as zero - 1, subtracted from the whole word (gptqmodel's v2 -> v1)
+    for (uint32_t& w : qzeros) w -= g.bits == 4 ? 0x11111111u : 0x01010101u;
+  c.add(p + ".qweight", DType::kI32, {g.cols / per, g.rows}, qweight);
+  c.add(p + ".qzeros", DType::kI32, {groups, g.rows / per}, qzeros);
+  c.add(p + ".scales", DType::kF16, {groups, g.rows}, scales);
+  c.add(p + ".g_idx", DType::kI32, {g.cols}, g_idx);
+  std::vector<float> exact(q.size());
+  for (int64_t n = 0; n < g.rows; ++n)
+    for (int64_t k = 0; k < g.cols; ++k) {
+      const auto gi = static_cast<size_t>(g_idx[static_cast<size_t>(k)]);
+      exact[static_cast<size_t>(n * g.cols + k)] =
+          fp16_to_fp32(scales[gi * static_cast<size_t>(g.rows) + static_cast<size_t>(n)]) *
+          static_cast<float>(q[static_cast<size_t>(n * g.cols + k)] -
+                             z[gi * static_cast<size_t>(g.rows) + static_cast<size_t>(n)]);
+    }
+  return exact;
+}
+
+QuantizationConfig gptq_config(const GptqCase& g) {
+  QuantizationConfig q;
+  q.method = QuantMethod::kGptq;
+  q.origin = "config.json";
+  q.bits = g.bits;
+  q.group_size = g.group_size;
+  q.desc_act = g.act_order;
+  q.gptq_v1_zeros = g.v1;
+  return q;
+}
+
+struct Repacked {
+  std::string error;
+  Tensor weight;
+  Checkpoint checkpoint;
+};
+
+Repacked repack(Checkpoint c, const QuantizationConfig& q, const std::string& module = "m") {
+  Repacked r;
+  auto summary = repack_quantized_linears(q, c.tensors, c.owners);
+  if (!summary.ok()) {
+    r.error = summary.error().message;
+  } else {
+    EXPECT_FALSE(c.tensors.contains(module + ".qweight"));
+    r.weight = c.tensors.at(module + ".weight");
+  }
+  r.checkpoint = std::move(c);
+  return r;
+}
+
+TEST(QuantizedCheckpoint, GptqRepacksExactlyIntoTheSmallestBlockFormat) {
+  struct Expect {
+    GptqCase g;
+    DType dtype;
+  };
+  const std::vector<Expect> cases = {
+      {{.zero = 8}, DType::kQ4_0},                            // v1 symmetric: stored 7
+      {{.v1 = false, .zero = 8}, DType::kQ4_0},               // v2 symmetric: stored 8
+      {{}, DType::kQ5_0},                                     // asymmetric 4-bit
+      {{.v1 = false}, DType::kQ5_0},                          // gptq_v2 asymmetric
+      {{.zero = 0}, DType::kQ5_0},                            // v1 zero 0: borrows in the word
+      {{.group_size = -1}, DType::kQ5_0},                     // per channel
+      {{.group_size = 64, .act_order = true}, DType::kQ5_0},  // regrouped
+      {{.bits = 8, .zero = 128}, DType::kQ8_0},               // symmetric 8-bit (incl. -128)
+      {{.bits = 8}, DType::kF32},                             // asymmetric 8-bit: q - z in +-255
+      {{.group_size = 16}, DType::kF32},                      // groups inside a block
+  };
+  for (const Expect& e : cases) {
+    SCOPED_TRACE(::testing::Message() << "bits " << e.g.bits << " group " << e.g.group_size
+                                      << " v1 " << e.g.v1 << " zero " << e.g.zero);
+    Checkpoint c;
+    const std::vector<float> exact = add_gptq(c, "m", e.g);
+    const Repacked r = repack(std::move(c), gptq_config(e.g));
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.weight.dtype, e.dtype) << dtype_name(r.weight.dtype);
+    EXPECT_EQ(r.weight.shape, (Shape{e.g.rows, e.g.cols}));
+    EXPECT_EQ(r.weight.column_order != nullptr, e.g.act_order);
+    EXPECT_EQ(weight_values(r.weight), exact);
+  }
+}
+
+TEST(QuantizedCheckpoint, AwqReadsTheGemmNibbleOrder) {
+  // Column 8c + j of a word lives in nibble {0, 4, 1, 5, 2, 6, 3, 7}[j]: pack value j + 1 for
+  // column j (zero-point 0, scale 1) and read it back in column order.
+  const int64_t rows = 8, cols = 32;
+  const int nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  uint32_t word = 0;
+  for (int j = 0; j < 8; ++j) word |= static_cast<uint32_t>(j + 1) << (4 * nibble[j]);
+  Checkpoint c;
+  c.add("m.qweight", DType::kI32, {cols, rows / 8}, std::vector<uint32_t>(cols, word));
+  c.add("m.qzeros", DType::kI32, {1, rows / 8}, std::vector<uint32_t>{0});
+  c.add("m.scales", DType::kF16, {1, rows}, std::vector<uint16_t>(rows, fp32_to_fp16(1.0f)));
+  QuantizationConfig q;
+  q.method = QuantMethod::kAwq;
+  q.group_size = 32;
+  const Repacked r = repack(std::move(c), q);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.weight.dtype, DType::kQ5_0);  // q - z in [1, 8]
+  const std::vector<float> w = weight_values(r.weight);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t k = 0; k < cols; ++k) EXPECT_EQ(w[static_cast<size_t>(n * cols + k)], n + 1);
+}
+
+// compressed-tensors pack-quantized: [N, K] int4 signed, packed 8 a word along K (+8 offset).
+QuantizationConfig ct_config(bool symmetric, const std::string& format = "pack-quantized") {
+  QuantizationConfig q;
+  q.method = QuantMethod::kCompressedTensors;
+  q.origin = "config.json";
+  q.format = format;
+  CompressedTensorsScheme s;
+  s.targets = {"Linear"};
+  s.format = format;
+  s.bits = format == "pack-quantized" ? 4 : 8;
+  s.strategy = "group";
+  s.group_size = 32;
+  s.symmetric = symmetric;
+  q.schemes.push_back(s);
+  return q;
+}
+
+Checkpoint ct_packed(int64_t rows, int64_t cols, int value, int zero) {
+  Checkpoint c;
+  uint32_t word = 0;
+  for (int i = 0; i < 8; ++i) word |= static_cast<uint32_t>(value + 8) << (4 * i);
+  c.add("m.weight_packed", DType::kI32, {rows, cols / 8},
+        std::vector<uint32_t>(static_cast<size_t>(rows * cols / 8), word));
+  c.add("m.weight_shape", DType::kI64, {2}, std::vector<int64_t>{rows, cols});
+  c.add("m.weight_scale", DType::kF16, {rows, cols / 32},
+        std::vector<uint16_t>(static_cast<size_t>(rows * cols / 32), fp32_to_fp16(0.5f)));
+  uint32_t zword = 0;
+  for (int i = 0; i < 8; ++i) zword |= static_cast<uint32_t>(zero + 8) << (4 * i);
+  c.add("m.weight_zero_point", DType::kI32, {rows / 8, cols / 32},
+        std::vector<uint32_t>(static_cast<size_t>(rows / 8 * cols / 32), zword));
+  return c;
+}
+
+TEST(QuantizedCheckpoint, CompressedTensorsPackQuantized) {
+  Repacked sym = repack(ct_packed(8, 64, -3, 0), ct_config(true));
+  ASSERT_TRUE(sym.error.empty()) << sym.error;
+  EXPECT_EQ(sym.weight.dtype, DType::kQ4_0);
+  EXPECT_EQ(weight_values(sym.weight), std::vector<float>(8 * 64, -1.5f));
+  EXPECT_FALSE(sym.checkpoint.tensors.contains("m.weight_zero_point"));
+  Repacked asym = repack(ct_packed(8, 64, -3, 6), ct_config(false));
+  ASSERT_TRUE(asym.error.empty()) << asym.error;
+  EXPECT_EQ(asym.weight.dtype, DType::kQ5_0);  // -3 - 6 = -9: past Q4_0's [-8, 7]
+  EXPECT_EQ(weight_values(asym.weight), std::vector<float>(8 * 64, -4.5f));
+}
+
+// One error naming the tensor, for each way a file can lie.
+TEST(QuantizedCheckpoint, HostileTensorsNameTheTensor) {
+  const GptqCase g;
+  const auto gptq_error = [&](const std::function<void(Checkpoint&)>& spoil,
+                              QuantizationConfig q = gptq_config(GptqCase{})) {
+    Checkpoint c;
+    add_gptq(c, "model.layers.0.mlp.up_proj", g);
+    spoil(c);
+    return repack(std::move(c), q, "model.layers.0.mlp.up_proj").error;
+  };
+  const std::string m = "model.layers.0.mlp.up_proj";
+  std::string e = gptq_error([&](Checkpoint& c) {
+    c.add(m + ".g_idx", DType::kI32, {100}, std::vector<int32_t>(100, 0));
+  });
+  EXPECT_NE(e.find(m + ".g_idx: has 100 entries for the 128 input columns"), std::string::npos)
+      << e;
+  e = gptq_error([&](Checkpoint& c) {
+    c.add(m + ".g_idx", DType::kI32, {128}, std::vector<int32_t>(128, 9));
+  });
+  EXPECT_NE(e.find(m + ".g_idx: entry 0 is group 9, outside the 4 groups"), std::string::npos) << e;
+  QuantizationConfig wrong_group = gptq_config(g);
+  wrong_group.group_size = 64;
+  e = gptq_error([](Checkpoint&) {}, wrong_group);
+  EXPECT_NE(e.find(m + ".scales: has 4 groups, but group_size 64 over 128 input columns makes 2 "
+                       "(mismatched group size)"),
+            std::string::npos)
+      << e;
+  e = gptq_error([&](Checkpoint& c) {
+    c.add(m + ".qweight", DType::kF32, {16, 16}, std::vector<float>(256));
+  });
+  EXPECT_NE(e.find(m + ".qweight: has dtype F32, expected I32"), std::string::npos) << e;
+  e = gptq_error([&](Checkpoint& c) {  // a truncated pack: fewer packed rows than the scales say
+    c.add(m + ".qweight", DType::kI32, {8, 16}, std::vector<uint32_t>(128));
+  });
+  EXPECT_NE(e.find(m + ".scales: has 4 groups, but group_size 32 over 64 input columns makes 2"),
+            std::string::npos)
+      << e;
+  e = gptq_error([&](Checkpoint& c) {
+    c.add(m + ".qzeros", DType::kI32, {4, 1}, std::vector<uint32_t>(4));
+  });
+  EXPECT_NE(e.find(m + ".qzeros: has shape [4, 1], expected [4, 2]"), std::string::npos) << e;
+  e = gptq_error([&](Checkpoint& c) { c.tensors.erase(m + ".scales"); });
+  EXPECT_NE(e.find(m + ".scales: is missing"), std::string::npos) << e;
+  e = gptq_error([&](Checkpoint& c) {
+    std::vector<uint16_t> scales(64, fp32_to_fp16(1.0f));
+    scales[3] = 0x7e00;  // NaN
+    c.add(m + ".scales", DType::kF16, {4, 16}, scales);
+  });
+  EXPECT_NE(e.find(m + ".weight: a scale is not finite"), std::string::npos) << e;
+  e = gptq_error([&](Checkpoint& c) {
+    c.add(m + ".weight", DType::kF16, {16, 128}, std::vector<uint16_t>(16 * 128));
+  });
+  EXPECT_NE(e.find(m + ".weight: stored both quantized and as a plain weight"), std::string::npos)
+      << e;
+
+  // compressed-tensors: a truncated pack, and an int8 zero-point outside the 4-bit range.
+  Checkpoint c = ct_packed(8, 64, 1, 0);
+  c.add("m.weight_packed", DType::kI32, {8, 3}, std::vector<uint32_t>(24));
+  e = repack(std::move(c), ct_config(true)).error;
+  EXPECT_NE(e.find("m.weight_packed: has shape [8, 3], but weight_shape [8, 64] of 4-bit values "
+                   "packs into [8, 8] (truncated or mismatched pack)"),
+            std::string::npos)
+      << e;
+  Checkpoint naive;
+  naive.add("m.weight", DType::kI8, {8, 64}, std::vector<int8_t>(512, 3));
+  naive.add("m.weight_scale", DType::kF16, {8, 2}, std::vector<uint16_t>(16, fp32_to_fp16(1)));
+  naive.add("m.weight_zero_point", DType::kI8, {8, 2}, std::vector<int8_t>(16, 9));
+  QuantizationConfig q = ct_config(false, "naive-quantized");
+  q.schemes[0].bits = 4;
+  e = repack(std::move(naive), q).error;
+  EXPECT_NE(e.find("m.weight_zero_point: zero-point 9 is outside the 4-bit range [-8, 7]"),
+            std::string::npos)
+      << e;
+}
+
+std::string config_error(const std::string& quantization_config) {
+  auto q = parse_quantization_config(R"({"quantization_config": )" + quantization_config + "}",
+                                     "config.json", "/nonexistent");
+  return q.ok() ? "" : q.error().message;
+}
+
+TEST(QuantizationConfig, ReadsEachMethodAndRefusesWhatIsNotBuilt) {
+  auto q = parse_quantization_config(
+      R"({"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+          "desc_act": true, "sym": false, "checkpoint_format": "gptq_v2"}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  ASSERT_TRUE(q->has_value());
+  EXPECT_EQ((*q)->method, QuantMethod::kGptq);
+  EXPECT_TRUE((*q)->desc_act);
+  EXPECT_FALSE((*q)->gptq_v1_zeros);
+  auto none = parse_quantization_config(R"({"hidden_size": 8})", "config.json", "/nonexistent");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  EXPECT_NE(config_error(R"({"quant_method": "gptq", "bits": 3, "group_size": 128})")
+                .find("quantization_config.bits is 3"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "awq", "bits": 4, "group_size": 128,
+                             "version": "gemv"})")
+                .find("\"gemv\": AWQ checkpoints in the GEMM packing"),
+            std::string::npos);
+  EXPECT_NE(
+      config_error(R"({"quant_method": "fp8"})").find("quant_method \"fp8\" is not supported"),
+      std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+                             "config_groups": {}})")
+                .find("FP8 compressed-tensors checkpoints are not supported yet"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "pack-quantized",
+                             "config_groups": {"group_0": {"targets": ["Linear"],
+                             "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})")
+                .find("FP8/float weights (float-quantized) are not supported yet"),
+            std::string::npos);
+}
+
+TEST(QuantizationConfig, QuantizeFlagMustNameTheCheckpointsMethod) {
+  QuantizationConfig gptq;
+  gptq.method = QuantMethod::kGptq;
+  gptq.origin = "m/config.json";
+  EXPECT_TRUE(check_quantize_flag("gptq", gptq).ok());
+  EXPECT_TRUE(check_quantize_flag("marlin", gptq).ok());
+  EXPECT_EQ(check_quantize_flag("awq", gptq).error().message,
+            "--quantize awq: the checkpoint is quantized with gptq (m/config.json); use "
+            "--quantize gptq or leave it unset");
+  EXPECT_NE(
+      check_quantize_flag("gptq", std::nullopt).error().message.find("no quantization_config"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace lm
