@@ -8,8 +8,9 @@ MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 ASAN_DIR ?= build-asan
 TSAN_DIR ?= build-tsan
 # The layers whose tests run under TSan: where the threads, locks and atomics are (thread pool and
-# work queue, the engine thread, the HTTP server and its transport, the model executor).
-TSAN_LAYERS ?= base engine runtime server
+# work queue, the engine thread, the HTTP server and its transport). `TSAN_LAYERS="... runtime"`
+# adds the model executor (it builds the whole model stack under TSan).
+TSAN_LAYERS ?= base engine server
 
 .PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean \
 	sanitize sanitize-address sanitize-thread

@@ -23,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(os.environ.get("TGI_LAUNCHER", ROOT / "build/src/app/text-generation-launcher"))
 MODEL = os.environ.get("TGI_E2E_MODEL", str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 
+# What a sanitizer build of the launcher (`make sanitize-address`) writes to stderr when it finds
+# something: a server that reports one fails the test that started it, even if every response was
+# right (a leak is only reported at exit).
+SANITIZER_REPORT = re.compile(
+    r"ERROR: (Address|Leak)Sanitizer|\.\w+:\d+:\d+: runtime error:|WARNING: ThreadSanitizer"
+)
+
 # Limits of the session server (given through env vars, as TGI's Docker users do).
 MAX_INPUT_TOKENS = 256
 MAX_TOTAL_TOKENS = 512
@@ -130,9 +137,13 @@ def launch_server(args=(), env=None, **kw):
     finally:
         server.terminate()
         server.terminate(signal.SIGKILL)
+        stderr = server.stderr()
         for p in (server.out_path, server.err_path):
             with contextlib.suppress(OSError):
                 os.unlink(p)
+        report = SANITIZER_REPORT.search(stderr)
+        if report:
+            pytest.fail(f"the launcher's sanitizer report:\n{stderr[report.start() :][:20000]}")
 
 
 @pytest.fixture(scope="session")

@@ -145,6 +145,17 @@ TEST(Matmul, EmptyShapesAreNoOps) {
   matmul(RowFormat::kF32, w, 128, x, y.data(), 0, 4, 32, pool);
   matmul(RowFormat::kF32, w, 128, x, y.data(), 1, 0, 32, pool);
   for (float v : y) EXPECT_EQ(v, 5.0f);
+  // With no X rows (or no W rows) neither matrix is read, on any path and at any ISA.
+  for (Isa isa : supported_isas()) {
+    for (bool quantize : {false, true}) {
+      matmul(RowFormat::kQ8_0, nullptr, 34, nullptr, y.data(), 0, 4, 32, pool, nullptr, isa,
+             quantize);
+      matmul(RowFormat::kF32, nullptr, 128, nullptr, y.data(), 0, 4, 32, pool, nullptr, isa,
+             quantize);
+      matmul(RowFormat::kF32, nullptr, 128, x, y.data(), 1, 0, 32, pool, nullptr, isa, quantize);
+    }
+  }
+  for (float v : y) EXPECT_EQ(v, 5.0f);
 }
 
 }  // namespace
