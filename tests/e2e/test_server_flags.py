@@ -186,6 +186,31 @@ def test_overloaded_429_while_first_succeeds():
         assert wait_for(lambda: s.post("/generate", gen_body("Hi", max_new_tokens=1)).status_code == 200)
 
 
+def test_a_client_that_hangs_up_frees_its_permit_at_once():
+    """The one permit is held by a request whose long prompt is being prefilled in one engine step
+    (about a second): its client hangs up, and the next client is admitted at once instead of
+    meeting a 429 until that step ends and the engine drops the hung-up sequence (the soak,
+    scripts/soak/run.py, saw 17% 429s after hang-ups)."""
+    args = ["--max-concurrent-requests", "1", "--max-step-latency-ms", "0",
+            "--max-input-tokens", "3000", "--max-total-tokens", "3072",
+            "--max-batch-prefill-tokens", "3072"]
+    with launch_server(args) as s:
+        long_prompt = "The quick brown fox jumps over the lazy dog. " * 250
+        body = json.dumps(gen_body(long_prompt, max_new_tokens=4)).encode()
+        sock = raw_request(s.port, "POST", "/generate", body,
+                           {"Content-Type": "application/json"})
+        time.sleep(0.3)  # admitted, its prefill step running
+        sock.close()
+        time.sleep(0.1)
+        t0 = time.monotonic()
+        r = s.post("/generate", gen_body("Hi", max_new_tokens=1))
+        assert r.status_code == 200, r.text
+        # It was admitted while the long step ran, and waited for it in the queue.
+        assert time.monotonic() - t0 < 30
+        assert wait_for(lambda: s.metrics().get('tgi_request_failure{err="dropped"}') == 1)
+        assert s.metrics().get('tgi_request_failure{err="overloaded"}', 0) == 0
+
+
 def test_clients_that_wait_for_their_answers_never_meet_a_429():
     """As many closed-loop clients as --max-concurrent-requests, each on every generation route:
     a client sends its next request the moment it has read the last one's end, so the permit must

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "../tokenizer/tiny_vocab.h"
@@ -229,6 +232,55 @@ TEST_F(AdmissionTable, PermitHoldsOneUnitPerGenerationUntilTheAdmissionIsRelease
     EXPECT_NE(admission.generations[1].engine_request.sampling.seed,
               admission.generations[0].engine_request.sampling.seed);
   }
+  EXPECT_EQ(state_.requests_in_flight.load(), 0);
+}
+
+// A response whose client hang-up the test triggers.
+class HangUpResponse : public ResponseStream {
+ public:
+  void respond(HttpResponse) override {}
+  void start_stream(int, std::vector<std::pair<std::string, std::string>>) override {}
+  void write(std::string) override {}
+  void finish() override {}
+  bool closed() const override { return hung_up; }
+  void on_close(std::function<void()> callback) override { on_close_ = std::move(callback); }
+  void hang_up() {
+    hung_up = true;
+    if (on_close_) std::exchange(on_close_, nullptr)();
+  }
+  bool hung_up = false;
+
+ private:
+  std::function<void()> on_close_;
+};
+
+TEST_F(AdmissionTable, HangUpGivesThePermitBackAtOnceAndOnlyOnce) {
+  const auto admit_two = [&] {
+    auto result =
+        admit(state_, completion_admission_request(std::get<CompletionRequest>(
+                          parse_completion_request(R"({"prompt":"aaa","n":2,"max_tokens":3})"))));
+    EXPECT_TRUE(std::holds_alternative<Admission>(result));
+    return std::get<Admission>(std::move(result));
+  };
+  {
+    Admission admission = admit_two();
+    HangUpResponse response;
+    release_permit_on_hang_up(admission, response);
+    EXPECT_EQ(state_.requests_in_flight.load(), 2);
+    response.hang_up();  // the sinks still hold the permit: the engine has not dropped them yet
+    EXPECT_EQ(state_.requests_in_flight.load(), 0);
+  }
+  EXPECT_EQ(state_.requests_in_flight.load(), 0);  // dropping it later gives nothing back twice
+  // A hang-up after the permit went (the answer was complete) is a no-op.
+  HangUpResponse response;
+  {
+    Admission admission = admit_two();
+    release_permit_on_hang_up(admission, response);
+    Admission other = admit_two();
+    EXPECT_EQ(state_.requests_in_flight.load(), 4);
+  }
+  EXPECT_EQ(state_.requests_in_flight.load(), 0);
+  response.hang_up();
   EXPECT_EQ(state_.requests_in_flight.load(), 0);
 }
 

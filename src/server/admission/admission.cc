@@ -157,6 +157,12 @@ std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionReq
   return admission;
 }
 
+void release_permit_on_hang_up(const Admission& admission, ResponseStream& response) {
+  response.on_close([permit = std::weak_ptr<ConcurrencyPermit>(admission.permit)] {
+    if (auto held = permit.lock()) held->release();
+  });
+}
+
 void submit_all(
     ServerState& state, Admission& admission,
     const std::function<std::shared_ptr<TokenSink>(const AdmittedGeneration&)>& make_sink) {

@@ -55,6 +55,10 @@ struct AdmissionFailure {
 // accepted prompts' input length and max_new_tokens metrics.
 std::variant<Admission, AdmissionFailure> admit(ServerState& state, AdmissionRequest request);
 
+// Gives the admission's permit back as soon as `response`'s client hangs up, not when the engine
+// next looks at its sequences: the client that takes its place must not meet a 429.
+void release_permit_on_hang_up(const Admission& admission, ResponseStream& response);
+
 // Submits every generation with the sink `make_sink` builds for it. make_sink runs here, before
 // submit_all returns (it may capture the caller's locals by reference). A submit the engine
 // refuses fails that sink and the others are still submitted: a best_of collector waits for an

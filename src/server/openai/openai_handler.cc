@@ -54,6 +54,7 @@ void run_admitted(ServerState& state, std::shared_ptr<ResponseStream> response, 
   const bool stream = settings.stream;
   const size_t choices_per_prompt = admission.generations.size() / admission.prompts.size();
   clock.mark_enqueued();
+  release_permit_on_hang_up(admission, *response);
   auto call = std::make_shared<OpenAiCall>(state, std::move(response), admission.permit, clock,
                                            std::move(settings));
   if (stream) call->start_stream();

@@ -50,24 +50,27 @@ struct ServerState {
 };
 
 // TGI's concurrency permit: taken before a generation starts (else 429), released just before
-// its response's last bytes are queued (or when it is dropped), so a client that waits for one
-// answer before it sends the next never meets its own permit. Move-only.
+// its response's last bytes are queued, when its client hangs up, or when it is dropped, so a
+// client that waits for one answer before it sends the next never meets its own permit, and one
+// that gives up frees its place at once (as TGI's does when the hung-up handler is dropped).
+// Move-only; release() may race the destructor and itself on other threads: the units go back
+// once.
 class ConcurrencyPermit {
  public:
   static std::optional<ConcurrencyPermit> try_acquire(ServerState& state, int64_t count = 1);
   ConcurrencyPermit(ConcurrencyPermit&& other) noexcept
-      : state_(other.state_), count_(other.count_) {
-    other.state_ = nullptr;
-  }
+      : state_(other.state_.exchange(nullptr)), count_(other.count_) {}
   ConcurrencyPermit& operator=(ConcurrencyPermit&&) = delete;
   ConcurrencyPermit(const ConcurrencyPermit&) = delete;
-  ~ConcurrencyPermit() {
-    if (state_ != nullptr) state_->requests_in_flight -= count_;
+  ~ConcurrencyPermit() { release(); }
+
+  void release() {
+    if (ServerState* state = state_.exchange(nullptr)) state->requests_in_flight -= count_;
   }
 
  private:
   ConcurrencyPermit(ServerState* state, int64_t count) : state_(state), count_(count) {}
-  ServerState* state_;
+  std::atomic<ServerState*> state_;
   int64_t count_;
 };
 

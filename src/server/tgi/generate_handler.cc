@@ -147,6 +147,7 @@ void handle_generate(ServerState& state, HttpRequest request,
   auto text = [&] { return SequenceText(*state.tokenizer, prompt.ids, text_options); };
 
   clock.mark_enqueued();
+  release_permit_on_hang_up(admission, *response);
   if (streaming) {
     response->start_stream(200, stream_response_headers(state.compute_type, compute_characters));
     return submit_all(state, admission, [&](const AdmittedGeneration& generation) {
