@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Latency under mixed load (issue 26): chat streams at steady load while long prompts arrive.
 
-For each server -- ours with --max-step-latency-ms (default 200), ours with 0 (whole-budget
-prefill steps, the behaviour before issue 26), and llama.cpp's llama-server -- on the same GGUF
-and threads, in one run, alternating (--rounds times): --chat-clients closed-loop clients stream
-short completions (--chat-tokens each, greedy) while one client sends long prompts of
---long-sizes tokens one after another (each --long-tokens new tokens, 1.5 s apart). Reported per
-server: the chat streams' inter-token gaps (p50/p99/max, and max while a long prompt was being
-prefilled), TTFT of the chat requests (p50/p99) and of each long prompt, and throughput
-(generated tokens/s, and prompt + generated tokens/s of the requests completed). Writes
-bench/results/issue26_mixed_load.json. Not part of `make test`.
+For each server -- ours with --max-step-latency-ms (default 300, the launcher's), ours with 0
+(whole-budget prefill steps, the behaviour before issue 26), and llama.cpp's llama-server -- on
+the same GGUF and threads, in one run, alternating (--rounds times): --chat-clients closed-loop
+clients stream short completions (--chat-tokens each, greedy) while one client sends long prompts
+of --long-sizes tokens one after another (each --long-tokens new tokens, 1.5 s apart). Reported
+per server: the chat streams' inter-token gaps (p50/p99/max, and max while a long prompt was
+being prefilled), TTFT of the chat requests (p50/p99) and of each long prompt, and throughput
+(generated tokens/s, and prompt + generated tokens/s of the requests completed); then a summary:
+per-round ratios (ours with the target / without it, and / llama-server) with their spread, and
+the issue's aims checked on every round. Writes bench/results/issue26_mixed_load.json. Not part
+of `make test`.
 
   .venv/bin/python scripts/bench/mixed_load.py [--rounds 1] [--long-sizes 2000 4000]
       [--llama-server PATH]  (a llama-server binary; scripts/bench/build_llama_cpp.sh builds one)
+  .venv/bin/python scripts/bench/mixed_load.py --merge A.json B.json [--out C.json]
+      (the rounds of several runs with the same settings, as one result and summary)
 
 On a machine that advertises AMX but whose OS refuses it, a native llama.cpp build dies with
 SIGILL: build llama-server with GGML_NATIVE=OFF, AVX-512/VNNI/BF16 on and AMX off, and pass it
@@ -42,6 +46,9 @@ CHAT_PROMPTS = [
     "To make a cup of tea, first you need to",
     "The three laws of robotics state that",
 ]
+
+
+WHAT = "issue 26: chat streams at steady load while long prompts arrive"
 
 
 def percentile(values, p):
@@ -163,10 +170,14 @@ def main():
     ap.add_argument("--long-sizes", type=int, nargs="+", default=[2000, 4000])
     ap.add_argument("--long-tokens", type=int, default=8)
     ap.add_argument("--warmup-s", type=float, default=3.0)
-    ap.add_argument("--max-step-latency-ms", type=int, default=200)
+    ap.add_argument("--max-step-latency-ms", type=int, default=300)
     ap.add_argument("--llama-server", default=os.path.join(ROOT, ".cache/llama.cpp/build/bin/llama-server"))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/issue26_mixed_load.json"))
+    ap.add_argument("--merge", nargs="+", metavar="RESULT_JSON",
+                    help="no run: join the rounds of these results files (same settings) into --out")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge, args.out)
     max_context = max(args.long_sizes) + 400
     configs = [(f"ours_step{args.max_step_latency_ms}ms", "ours",
                 ["--max-step-latency-ms", str(args.max_step_latency_ms)]),
@@ -195,7 +206,7 @@ def main():
             print(name, json.dumps(row), flush=True)
 
     result = {
-        "what": "issue 26: chat streams at steady load while long prompts arrive",
+        "what": WHAT,
         "model": os.path.relpath(MODEL, ROOT),
         "threads": args.threads,
         "chat_clients": args.chat_clients, "chat_tokens": args.chat_tokens,
@@ -205,11 +216,85 @@ def main():
         "machine": os.uname().nodename,
         "runs": runs,
     }
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
+    write_result(result, args.out)
+
+
+def write_result(result, out):
+    result["summary"] = summary(result["runs"])
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
-    print("wrote", args.out)
+    print(json.dumps(result["summary"], indent=1))
+    print("wrote", out)
+
+
+def merge(paths, out):
+    """One result from several runs of this script with the same settings: their rounds joined."""
+    results = [json.load(open(p)) for p in paths]
+    keys = ("model", "threads", "chat_clients", "chat_tokens", "long_prompt_tokens", "long_new_tokens")
+    for r in results[1:]:
+        assert all(r[k] == results[0][k] for k in keys), "different settings"
+        assert r["runs"].keys() == results[0]["runs"].keys(), "different servers"
+    merged = dict(results[0])
+    merged["runs"] = {name: [row for r in results for row in r["runs"][name]] for name in merged["runs"]}
+    merged["rounds"] = sum(r["rounds"] for r in results)
+    write_result(merged, out)
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"min": round(min(values), 3), "median": round(percentile(values, 50), 3),
+            "max": round(max(values), 3), "all": [round(v, 3) for v in values]}
+
+
+def summary(runs):
+    """Per round (the servers ran back to back, alternating), ours with the step-latency target
+    against ours without it (the behaviour before issue 26) and against llama-server, and the
+    issue's aims checked on every round."""
+    stepped = next(name for name in runs if name.startswith("ours_step") and name != "ours_step0")
+    base, ours = runs["ours_step0"], runs[stepped]
+    rounds = range(min(len(base), len(ours)))
+    sizes = list(ours[0]["long_ttft_ms"])
+    longest = sizes[-1]
+
+    def ratio(a, b):
+        return None if a is None or not b else a / b
+
+    out = {
+        "compared": f"{stepped} / ours_step0, per round",
+        "long_ttft_ratio": {n: spread([ratio(ours[i]["long_ttft_ms"][n], base[i]["long_ttft_ms"][n])
+                                       for i in rounds]) for n in sizes},
+        "processed_tokens_per_s_ratio": spread([ratio(ours[i]["processed_tokens_per_s"],
+                                                      base[i]["processed_tokens_per_s"]) for i in rounds]),
+        "generated_tokens_per_s_ratio": spread([ratio(ours[i]["generated_tokens_per_s"],
+                                                      base[i]["generated_tokens_per_s"]) for i in rounds]),
+        "itl_max_during_long_prefill_ms": {"ours": spread([r["itl_max_during_long_prefill_ms"] for r in ours]),
+                                           "ours_step0": spread([r["itl_max_during_long_prefill_ms"] for r in base])},
+        "chat_ttft_p99_ms": spread([r["chat_ttft_p99_ms"] for r in ours]),
+    }
+    if "llama-server" in runs:
+        peer = runs["llama-server"]
+        n = range(min(len(peer), len(ours)))
+        out["vs_llama_server"] = {
+            "long_ttft_ratio": {s: spread([ratio(ours[i]["long_ttft_ms"][s], peer[i]["long_ttft_ms"][s])
+                                           for i in n]) for s in sizes},
+            "itl_max_ratio": spread([ratio(ours[i]["itl_max_ms"], peer[i]["itl_max_ms"]) for i in n]),
+            "processed_tokens_per_s_ratio": spread([ratio(ours[i]["processed_tokens_per_s"],
+                                                          peer[i]["processed_tokens_per_s"]) for i in n]),
+        }
+    # The issue's aims (default model, 2 threads), on every round; throughput also on the mean.
+    tput = out["processed_tokens_per_s_ratio"]
+    out["aims"] = {
+        "max_gap_during_long_prefill_le_500ms": all(r["itl_max_during_long_prefill_ms"] <= 500 for r in ours),
+        "chat_ttft_p99_le_1s": all(r["chat_ttft_p99_ms"] <= 1000 for r in ours),
+        f"long_ttft_{longest}_within_1.2x_every_round": out["long_ttft_ratio"][longest]["max"] <= 1.2,
+        "throughput_within_5pct_every_round": tput["min"] >= 0.95,
+        "throughput_within_5pct_on_the_mean": sum(tput["all"]) / len(tput["all"]) >= 0.95,
+    }
+    return out
 
 
 if __name__ == "__main__":

@@ -84,8 +84,11 @@ struct LauncherArgs {
   int64_t kv_block_size = 16;
   // The inter-token latency target of a step while sequences decode (env MAX_STEP_LATENCY_MS):
   // long prompts are prefilled in chunks that keep each step within it. 0: one chunk per step
-  // up to max_batch_prefill_tokens, TGI's behaviour.
-  int64_t max_step_latency_ms = 200;
+  // up to max_batch_prefill_tokens, TGI's behaviour. 300: on the default model at 2 threads the
+  // longest gap stays under 0.5 s while a 4000-token prompt's TTFT stays within 1.2x of one
+  // whole-budget step (200 cost it 1.3x: each step carries a fixed cost;
+  // bench/results/issue26_mixed_load.json).
+  int64_t max_step_latency_ms = 300;
   // Int8-quantized activations for GGML block-format weights, as llama.cpp computes them: integer
   // dots (VNNI where present) are ~1.8x faster than fp32-activation dots for one stream and at
   // least as fast for batches (multi-row kernel); top-1 agreement with llama.cpp 97.0% vs 96.6%.

@@ -38,11 +38,11 @@ TEST(LauncherFlags, DeviceDefaultsToAutoAndTakesFlagOrEnvironment) {
   EXPECT_EQ(*e.max_batch_size, 4);
 }
 
-TEST(LauncherFlags, MaxStepLatencyDefaultsTo200MsAndTakesFlagOrEnvironment) {
+TEST(LauncherFlags, MaxStepLatencyDefaultsTo300MsAndTakesFlagOrEnvironment) {
   unsetenv("MAX_STEP_LATENCY_MS");
   LauncherArgs a;
   EXPECT_EQ(parse({}, a), "");
-  EXPECT_EQ(a.max_step_latency_ms, 200);
+  EXPECT_EQ(a.max_step_latency_ms, 300);
   setenv("MAX_STEP_LATENCY_MS", "0", 1);
   LauncherArgs b;
   EXPECT_EQ(parse({}, b), "");

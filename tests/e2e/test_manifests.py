@@ -119,7 +119,7 @@ def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     assert r.returncode == 0, r.stderr
     for line in ("Weights in memory:", "KV bytes per token: 46080", "max_batch_total_tokens: ",
                  "max_total_tokens: 8192", "max_input_tokens: 8191", "max_batch_prefill_tokens: 4096",
-                 "KV budget from ", "Step latency target: 200 ms"):  # fmt: skip
+                 "KV budget from ", "Step latency target: 300 ms"):  # fmt: skip
         assert line in r.stdout, (line, r.stdout)
     assert "Warming up model" not in r.stdout + r.stderr
 
@@ -140,7 +140,7 @@ def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     assert plan["max_total_tokens"] == 8192 and plan["max_input_tokens"] == 8191
     assert mem["source"].startswith(("MemAvailable", "cgroup v"))
     assert plan["num_threads"] >= 1 and plan["device"] == "cpu"
-    assert plan["max_step_latency_ms"] == 200
+    assert plan["max_step_latency_ms"] == 300
     r = run_launcher(["--model-id", MODEL, "--dry-run", "--max-step-latency-ms", "0"])
     assert "Step latency target: off" in r.stdout, r.stdout
 
