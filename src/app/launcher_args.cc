@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/weight_dtype.h"
 #include "server/tracing/otlp_http_sender.h"
 
 namespace lm {
@@ -85,12 +86,16 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
                      "tensor-parallel sharding needs the CUDA model runner (issue 25)");
   }
   // gptq / awq / compressed-tensors (and marlin, TGI's GPU kernel for GPTQ/AWQ weights) name a
-  // pre-quantized checkpoint's format, checked against its quantization_config at load.
+  // pre-quantized checkpoint's format, checked against its quantization_config at load; ours,
+  // q8_0 / q4_0 / q4_1 / q5_0 / q5_1, quantize a float checkpoint at load.
   if (a.quantize && *a.quantize != "gptq" && *a.quantize != "awq" &&
-      *a.quantize != "compressed-tensors" && *a.quantize != "marlin") {
+      *a.quantize != "compressed-tensors" && *a.quantize != "marlin" &&
+      !load_quantization_dtype(*a.quantize)) {
     return not_built("--quantize " + *a.quantize,
-                     "quantizing at load is issue 20; serve a pre-quantized checkpoint (GPTQ, "
-                     "AWQ, compressed-tensors, or a GGUF file) instead");
+                     "of quantizing at load only the GGML block types q8_0, q4_0, q4_1, q5_0 and "
+                     "q5_1 are built (bitsandbytes, eetq and fp8 are issue 20); serve a "
+                     "pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, or a GGUF file) or "
+                     "one of those");
   }
   if (a.speculate) return not_built("--speculate", "speculative decoding is issue 23");
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");

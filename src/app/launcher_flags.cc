@@ -35,7 +35,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("NUM_SHARD");
   app.add_option("--quantize", a.quantize,
                  "The checkpoint's quantization: gptq, awq, compressed-tensors, marlin (read from "
-                 "config.json when unset); quantizing at load is refused")
+                 "config.json when unset); or q8_0, q4_0, q4_1, q5_0, q5_1: a float checkpoint's "
+                 "Linear weights quantized at load to that GGML block type")
       ->envname("QUANTIZE");
   app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
       ->envname("SPECULATE");

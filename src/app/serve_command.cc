@@ -164,7 +164,9 @@ int run_server(const LauncherArgs& args) {
   plan.model_path = files->path;
   plan.architecture = config.architecture_name;
   plan.dtype = args.dtype;
-  plan.weights = summarize_weights((*model)->weights(), *dtype);
+  const std::optional<DType> load_quantization =
+      args.quantize ? load_quantization_dtype(*args.quantize) : std::nullopt;
+  plan.weights = summarize_weights((*model)->weights(), *dtype, load_quantization);
   plan.rope_scaling = rope_scaling_text(config, rope->has_value());
   plan.device = *device;
   plan.num_threads = args.num_threads > 0
@@ -220,6 +222,13 @@ int run_server(const LauncherArgs& args) {
 
   ThreadPool pool(static_cast<int>(args.num_threads));
   log_info(dtype_log_line(plan));
+  if (load_quantization) {
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t n = (*model)->quantize_float_weights(*load_quantization, pool);
+    log_info(fmt::format(
+        "--quantize {}: quantized {} float weight matrices at load in {:.1f}s", *args.quantize, n,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  }
   if (*dtype) (*model)->convert_float_weights(**dtype, pool);
   (*model)->set_int8_activations(args.int8_activations);
   if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)

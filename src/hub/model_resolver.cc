@@ -338,6 +338,13 @@ Result<ResolvedModel> resolve_model(const ModelRequest& request, const HubOption
       log_warn("--gguf-file has no effect on the local model " + request.model_id);
     ResolvedModel m;
     m.path = request.model_id;
+    // A local folder with only PyTorch .bin weights is converted beside them too, as TGI's
+    // download-weights converts a local model's .bin files.
+    if (S_ISDIR(st.st_mode)) {
+      const SnapshotContents contents = inspect_snapshot(m.path);
+      if (contents.format == WeightFormat::kPytorch)
+        m.pytorch_files = in_folder(m.path, contents.weight_files);
+    }
     return m;
   }
   const auto [id, quant] = split_quant_tag(request.model_id);

@@ -31,8 +31,8 @@ struct ResolvedModel {
   std::optional<std::string> repo_id;
   std::optional<std::string> commit_sha;
   std::optional<std::string> pipeline_tag;
-  // Paths of PyTorch .bin weights in `path` when the repository has no safetensors: they need
-  // converting to safetensors (next to them) before the model can load.
+  // Paths of PyTorch .bin weights in `path` when the repository (or local folder) has no
+  // safetensors: they need converting to safetensors (next to them) before the model can load.
   std::vector<std::string> pytorch_files;
   bool downloaded = false;  // some file came over the network in this call
 };

@@ -76,6 +76,14 @@ void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, int64_t rota
   }
 }
 
+// True when w's data lies in `buffer`.
+bool in_buffer(const Tensor& w, const Buffer& buffer) {
+  const Tensor view = buffer.view();
+  const auto* p = static_cast<const uint8_t*>(w.data);
+  const auto* begin = static_cast<const uint8_t*>(view.data);
+  return begin != nullptr && p >= begin && p < begin + view.numel() * 4;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
@@ -85,17 +93,25 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
   if (is_directory(path)) {
     LM_ASSIGN_OR_RETURN(model->config_, load_hf_config(path));
     LM_ASSIGN_OR_RETURN(auto quantization, read_quantization_config(path));
-    if (options.quantize) LM_RETURN_IF_ERROR(check_quantize_flag(*options.quantize, quantization));
+    if (options.quantize && load_quantization_dtype(*options.quantize)) {
+      if (quantization) {
+        return Error{"--quantize " + *options.quantize + ": " + path + " is already quantized (" +
+                     quant_method_name(quantization->method) +
+                     "); quantizing at load applies to float checkpoints: drop --quantize"};
+      }
+    } else if (options.quantize) {
+      LM_RETURN_IF_ERROR(check_quantize_flag(*options.quantize, quantization));
+    }
     LM_ASSIGN_OR_RETURN(model->store_, WeightStore::from_hf_folder(path, quantization));
     naming = WeightNaming::kHuggingFace;
   } else {
     LM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
     model->gguf_ = std::make_shared<const GgufFile>(std::move(gguf));
     LM_ASSIGN_OR_RETURN(model->config_, config_from_gguf(*model->gguf_));
-    if (options.quantize) {
+    if (options.quantize && !load_quantization_dtype(*options.quantize)) {
       return Error{"--quantize " + *options.quantize + ": " + path +
-                   " is a GGUF file, served in its own block formats; --quantize applies to "
-                   "Hugging Face folders"};
+                   " is a GGUF file, served in its own block formats; --quantize " +
+                   *options.quantize + " applies to Hugging Face folders"};
     }
     model->store_ = WeightStore::from_gguf(model->gguf_);
     naming = WeightNaming::kGguf;
@@ -115,6 +131,15 @@ void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
   lm::convert_float_weights(weights_, dtype, converted_weights_, pool, [&](const Tensor& source) {
     store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
   });
+}
+
+int64_t LlamaModel::quantize_float_weights(DType block, ThreadPool& pool) {
+  LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
+               "weights are quantized once, before they are converted or prepared for the CPU");
+  return lm::quantize_float_weights(
+      weights_, block, quantized_weights_, pool, [&](const Tensor& source) {
+        store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
+      });
 }
 
 int64_t LlamaModel::workspace_bytes_per_token(const ModelConfig& c) {
@@ -177,13 +202,22 @@ void LlamaModel::prepare_cpu_weights() {
   const auto placed = [&](size_t i, const Tensor& source) {
     const bool rows = linears[i]->layout == WeightLayout::kRows;
     const bool tied = source.data == table.data;
-    if ((!tied || rows) && !in_converted(&source))
+    // Matrices quantized at load lie in an arena of ours, freed whole below, not in the files.
+    if ((!tied || rows) && !in_converted(&source) && !in_buffer(source, quantized_weights_))
       store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
     if (tied && rows) weights_.embed_tokens = *linears[i];
     if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;
     if (linears[i]->layout == WeightLayout::kPanels16) ++num_panelled_;
   };
   ops::prepare_cpu_weights(linears, /*copy_rows=*/true, prepared_weights_, placed);
+  // Every matrix quantized at load now has its copy in the prepared arena: the quantized
+  // originals are not held twice.
+  if (quantized_weights_.view().data == nullptr) return;
+  std::vector<const Tensor*> all{&weights_.embed_tokens, &weights_.lm_head};
+  for (const LlamaLayerWeights& layer : weights_.layers)
+    for (const Tensor* w : layer.linears()) all.push_back(w);
+  if (std::ranges::none_of(all, [&](const Tensor* w) { return in_buffer(*w, quantized_weights_); }))
+    quantized_weights_ = Buffer();
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

@@ -24,7 +24,8 @@ namespace lm {
 class GgufFile;
 
 // What the launcher may change about a model's config at load (TGI's --rope-scaling/-factor), and
-// TGI's --quantize, checked against the checkpoint's quantization_config.
+// TGI's --quantize, checked against the checkpoint's quantization_config (or, for our GGML block
+// types, q4_0 ..., checked to be a float checkpoint: quantize_float_weights does it).
 struct ModelLoadOptions {
   std::optional<RopeScalingOverride> rope_scaling;
   std::optional<std::string> quantize;
@@ -44,6 +45,10 @@ class LlamaModel {
   // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
   // must come before set_int8_activations. The matrices are spread over `pool`.
   void convert_float_weights(DType dtype, ThreadPool& pool);
+  // Our --quantize q8_0/q4_0/q4_1/q5_0/q5_1: float Linear matrices quantized to `block` at load
+  // (model/weight_dtype.h), before convert_float_weights and set_int8_activations. Returns how
+  // many were quantized.
+  int64_t quantize_float_weights(DType block, ThreadPool& pool);
   // fp32 workspace bytes forward_batch needs per token of a batch.
   static int64_t workspace_bytes_per_token(const ModelConfig& config);
 
@@ -81,6 +86,7 @@ class LlamaModel {
   std::shared_ptr<const GgufFile> gguf_;
   WeightStore store_;
   LlamaWeights weights_;
+  Buffer quantized_weights_;  // --quantize q4_0 ...: the float matrices quantized at load
   Buffer converted_weights_;  // --dtype's copies of float matrices weights_ points into
   Buffer prepared_weights_;   // the arena of interleaved, panel and row copies weights_ points into
   int64_t num_interleaved_ = 0;

@@ -34,6 +34,21 @@ bool changes(const Tensor& t, std::optional<DType> dtype) {
   return dtype && ops::is_float_weight_dtype(t.dtype) && t.dtype != *dtype;
 }
 
+// The matrices quantize_float_weights quantizes to `block`; Weights is LlamaWeights, const or
+// not.
+template <typename Weights>
+auto to_quantize(Weights& w, DType block) {
+  std::vector<decltype(&w.lm_head)> out;
+  for (auto& layer : w.layers) {
+    for (auto* t : layer.linears()) {
+      if (t != &layer.moe.router && ops::can_quantize_weight(*t, block)) out.push_back(t);
+    }
+  }
+  if (w.lm_head.data != w.embed_tokens.data && ops::can_quantize_weight(w.lm_head, block))
+    out.push_back(&w.lm_head);
+  return out;
+}
+
 int64_t converted_bytes(const Tensor& t, DType dtype) {
   return static_cast<int64_t>(*dtype_bytes(dtype, static_cast<uint64_t>(t.numel())));
 }
@@ -44,14 +59,22 @@ int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DType> dtype) {
+WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DType> dtype,
+                                 std::optional<DType> quantize) {
   WeightsSummary s;
   std::set<std::string_view> stored;
+  std::set<const void*> quantized;
+  if (quantize) {
+    for (const Tensor* t : to_quantize(weights, *quantize)) quantized.insert(t->data);
+  }
   for (const Tensor* t : matrices(weights)) {
     ++s.num_matrices;
     stored.insert(dtype_name(t->dtype));
     if (is_quantized(t->dtype)) ++s.num_quantized;
-    if (changes(*t, dtype)) {
+    if (quantized.contains(t->data)) {
+      ++s.num_converted;
+      s.bytes += converted_bytes(*t, *quantize);
+    } else if (changes(*t, dtype)) {
       ++s.num_converted;
       s.bytes += converted_bytes(*t, *dtype);
     } else {
@@ -64,6 +87,38 @@ WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DTyp
   }
   s.bytes += fp32_vector_bytes(weights);
   return s;
+}
+
+std::optional<DType> load_quantization_dtype(std::string_view flag) {
+  if (flag == "q8_0") return DType::kQ8_0;
+  if (flag == "q4_0") return DType::kQ4_0;
+  if (flag == "q4_1") return DType::kQ4_1;
+  if (flag == "q5_0") return DType::kQ5_0;
+  if (flag == "q5_1") return DType::kQ5_1;
+  return std::nullopt;
+}
+
+int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
+                               const std::function<void(const Tensor& source)>& quantized) {
+  const std::vector<Tensor*> targets = to_quantize(w, block);
+  std::vector<int64_t> offsets;  // of each quantized matrix in the arena
+  int64_t total = 0;
+  for (Tensor* t : targets) {
+    offsets.push_back(total);
+    total += aligned(converted_bytes(*t, block));
+  }
+  if (targets.empty()) return 0;
+  arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
+  auto* base = static_cast<uint8_t*>(arena.view().data);
+  pool.parallel_for(static_cast<int64_t>(targets.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Tensor* t = targets[static_cast<size_t>(i)];
+      const Tensor source = *t;
+      *t = ops::quantize_weight(source, block, base + offsets[static_cast<size_t>(i)]);
+      if (quantized) quantized(source);
+    }
+  });
+  return static_cast<int64_t>(targets.size());
 }
 
 void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,

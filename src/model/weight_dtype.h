@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/thread_pool.h"
 #include "model/llama_weights.h"
@@ -16,13 +17,28 @@ namespace lm {
 struct WeightsSummary {
   int64_t bytes = 0;          // every weight matrix (a tied head once) + fp32 norms and biases
   int64_t num_matrices = 0;   // a tied head counted once
-  int64_t num_converted = 0;  // float matrices whose dtype --dtype changes
+  int64_t num_converted = 0;  // float matrices whose dtype --dtype (or --quantize) changes
   int64_t num_quantized = 0;  // block-quantized matrices, kept as stored
   std::string stored_dtypes;  // the matrices' dtypes in the files, e.g. "Q4_1, Q6_K"
 };
 
-// The weights as they are, or as they would be once converted to `dtype`.
-WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dtype = {});
+// The weights as they are, or as they would be once quantized to `quantize` and converted to
+// `dtype` (quantize_float_weights, then convert_float_weights).
+WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dtype = {},
+                                 std::optional<DType> quantize = {});
+
+// Our --quantize values that quantize float weights at load, as llama.cpp's quantize does
+// offline: "q8_0", "q4_0", "q4_1", "q5_0", "q5_1" -> their block type; nullopt for any other.
+std::optional<DType> load_quantization_dtype(std::string_view flag);
+
+// Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears
+// but an MoE router, which llama.cpp keeps in float too, and an untied LM head; the embedding
+// table stays float, so the lookup is exact; matrices whose rows are not whole blocks stay
+// float) into `arena` (allocated here, one huge-page buffer), matrices spread over `pool`, and
+// repoints them there; `quantized` is called with each source afterwards, from the pool's
+// threads. Returns how many matrices were quantized.
+int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
+                               const std::function<void(const Tensor& source)>& quantized = {});
 
 // Converts every float matrix whose dtype differs from `dtype` into `arena` (allocated here, one
 // huge-page buffer), matrices spread over `pool`, and repoints them there; `converted` is called

@@ -508,6 +508,63 @@ def test_a_pytorch_only_repo_is_converted_once_and_serves_as_its_safetensors_twi
         assert "Converting" not in server.stdout() + server.stderr()
 
 
+def test_a_local_pytorch_only_folder_is_converted_beside_its_bin(tmp_path, hub, cache):
+    """MODEL_ID a local folder with only pytorch_model.bin (as TGI's download-weights converts a
+    local model's .bin files): model.safetensors is written beside it, and the folder serves the
+    same greedy text as the same weights published as safetensors."""
+    folder = tmp_path / "old-local"
+    folder.mkdir()
+    for name, data in {"config.json": (BIN_FIXTURE / "config.json").read_bytes(),
+                       "pytorch_model.bin": (BIN_FIXTURE / "pytorch_model.bin").read_bytes(),
+                       **tiny_tokenizer_files()}.items():  # fmt: skip
+        (folder / name).write_bytes(data)
+    twin = tmp_path / "new-local"
+    shutil.copytree(folder, twin)
+    (twin / "pytorch_model.bin").unlink()
+    (twin / "model.safetensors").write_bytes(BIN_REFERENCE.read_bytes())
+    env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
+    prompts = ["the cat", "a b c d", "hello world"]
+    with launch_server(["--model-id", str(twin)], env=env, use_flags_for_port=False,
+                       timeout=60) as server:
+        expected = [greedy_text(server, p) for p in prompts]
+    with launch_server(["--model-id", str(folder)], env=env, use_flags_for_port=False,
+                       timeout=60) as server:
+        assert [greedy_text(server, p) for p in prompts] == expected
+        assert "Converting PyTorch weights to safetensors" in server.stdout() + server.stderr()
+    assert (folder / "model.safetensors").is_file()
+    assert (folder / "pytorch_model.bin").is_file()  # kept, as TGI keeps it
+
+
+def test_quantize_at_load_serves_a_float_folder_in_ggml_blocks(tmp_path, hub, cache):
+    """QUANTIZE=q8_0 on a float HF folder: the launcher says what it quantized, the plan counts
+    the quantized size, and the model serves (tests/model/load_options_test.cc checks the blocks
+    against gguf-py's)."""
+    folder = tmp_path / "float-local"
+    folder.mkdir()
+    for name, data in {"config.json": (BIN_FIXTURE / "config.json").read_bytes(),
+                       "model.safetensors": BIN_REFERENCE.read_bytes(),
+                       **tiny_tokenizer_files()}.items():  # fmt: skip
+        (folder / name).write_bytes(data)
+    env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
+
+    def plan(*extra):
+        p = subprocess.run([str(LAUNCHER), "--model-id", str(folder), "--dry-run", "--json-output",
+                            *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    # 9216 BF16 Linear weights (q 32x32, k and v 16x32, o 32x32, gate and up 64x32, down 32x64;
+    # the tied table stays BF16): 18432 bytes, as Q8_0 288 blocks of 34 bytes, 9792.
+    float_bytes = plan()["memory"]["weights_bytes"]
+    assert float_bytes - plan("--quantize", "q8_0")["memory"]["weights_bytes"] == 18432 - 9792
+    with launch_server(["--model-id", str(folder)], env={**env, "QUANTIZE": "q8_0"},
+                       use_flags_for_port=False, timeout=60) as server:
+        text = greedy_text(server, "the cat")
+        assert text
+        log = server.stdout() + server.stderr()
+        assert re.search(r"--quantize q8_0: quantized [1-9]\d* float weight matrices", log), log
+
+
 def test_a_malicious_pickle_is_refused_and_runs_nothing(hub, cache):
     marker = Path("/tmp/lm_pwned")
     marker.unlink(missing_ok=True)

@@ -55,6 +55,26 @@ TEST(ModelResolver, LocalPathsAsIs) {
   }
 }
 
+// A local folder with only PyTorch weights lists them for conversion, as a cached snapshot does;
+// one with safetensors beside them (an earlier conversion) does not.
+TEST(ModelResolver, LocalFolderWithOnlyPytorchWeightsListsThemForConversion) {
+  testing::TempDir dir;
+  for (const char* f : {"config.json", "tokenizer.json", "pytorch_model.bin"})
+    testing::write_file(dir.path() + "/" + f, "x");
+  auto m = resolve_model({dir.path(), std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->pytorch_files, std::vector<std::string>{dir.path() + "/pytorch_model.bin"});
+  testing::write_file(dir.path() + "/model.safetensors", "x");
+  m = resolve_model({dir.path(), std::nullopt, std::nullopt}, offline_options(dir.path()));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->pytorch_files.empty());
+  // A file (a GGUF) is never inspected.
+  m = resolve_model({dir.path() + "/config.json", std::nullopt, std::nullopt},
+                    offline_options(dir.path()));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->pytorch_files.empty());
+}
+
 TEST(ModelResolver, OfflineUsesTheCachedSnapshot) {
   testing::TempDir dir;
   cache_files(dir.path(), {"config.json", "tokenizer.json", "model.safetensors"});

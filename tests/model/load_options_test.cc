@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -121,6 +122,79 @@ TEST(LoadOptions, HalfDtypesRoundF32WeightsAsTorchDoes) {
     EXPECT_GT(a.max_rel, 0.0);
     EXPECT_LT(a.max_rel, dtype == DType::kF16 ? 2e-3 : 2e-2);
   }
+}
+
+// Our --quantize q8_0 ... at load: the HF folder's Linears, quantized by our GGML reference
+// quantizers, are byte for byte the blocks gguf-py (llama.cpp's Python package) writes for the same
+// weights (make_tiny_gguf.py's quantized twins), as are those of the F32 GGUF twin quantized at
+// load; and the models generate the same tokens, with fp32 and with int8 activations.
+TEST(LoadOptions, QuantizeAtLoadGivesTheBlocksGgufPyWrites) {
+  const std::vector<int32_t> prompt{1, 5, 9, 13, 17, 21, 40, 3};
+  for (const char* name : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1"}) {
+    SCOPED_TRACE(name);
+    const std::optional<DType> block = load_quantization_dtype(name);
+    ASSERT_TRUE(block);
+    auto twin = LlamaModel::load(
+        (kTestModels / ("qwen2_yarn-gguf-" + std::string(name)) / "model.gguf").string());
+    ASSERT_TRUE(twin.ok()) << twin.error().message;
+    ThreadPool pool(2);
+    const std::vector<int32_t> expected = greedy(**twin, pool, prompt, 8);
+    for (const fs::path& source :
+         {kTestModels / "qwen2_yarn", kTestModels / "qwen2_yarn-gguf" / "model.gguf"}) {
+      SCOPED_TRACE(source.string());
+      auto model =
+          LlamaModel::load(source.string(), {.rope_scaling = {}, .quantize = std::string(name)});
+      ASSERT_TRUE(model.ok()) << model.error().message;
+      const WeightsSummary plan = summarize_weights((*model)->weights(), std::nullopt, block);
+      const int64_t n = (*model)->quantize_float_weights(*block, pool);
+      EXPECT_EQ(summarize_weights((*model)->weights()).bytes, plan.bytes);
+      const LlamaWeights& ours = (*model)->weights();
+      const LlamaWeights& ref = (*twin)->weights();
+      int64_t compared = 0;
+      for (size_t l = 0; l < ours.layers.size(); ++l) {
+        const auto a = ours.layers[l].linears();
+        const auto b = ref.layers[l].linears();
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_EQ(a[i]->dtype, *block);
+          ASSERT_EQ(b[i]->dtype, *block);
+          ASSERT_EQ(a[i]->shape, b[i]->shape);
+          const auto bytes = static_cast<size_t>(a[i]->dim(0) * a[i]->row_bytes());
+          EXPECT_EQ(std::memcmp(a[i]->data, b[i]->data, bytes), 0) << "layer " << l << " #" << i;
+          ++compared;
+        }
+      }
+      EXPECT_EQ(compared, n);
+      EXPECT_GT(n, 0);
+      EXPECT_EQ(ours.embed_tokens.dtype, DType::kF32);  // the lookup stays exact
+      EXPECT_EQ(greedy(**model, pool, prompt, 8), expected);
+    }
+  }
+  // With int8 activations (the prepared copies; the quantized arena is freed once copied).
+  auto twin = LlamaModel::load((kTestModels / "qwen2_yarn-gguf-q4_0" / "model.gguf").string());
+  auto model = LlamaModel::load((kTestModels / "qwen2_yarn").string(),
+                                {.rope_scaling = {}, .quantize = "q4_0"});
+  ASSERT_TRUE(twin.ok() && model.ok());
+  ThreadPool pool(2);
+  (*model)->quantize_float_weights(DType::kQ4_0, pool);
+  (*twin)->set_int8_activations(true);
+  (*model)->set_int8_activations(true);
+  EXPECT_EQ(greedy(**model, pool, prompt, 8), greedy(**twin, pool, prompt, 8));
+}
+
+// --quantize q4_0 quantizes float checkpoints: a pre-quantized one is refused, by name.
+TEST(LoadOptions, QuantizeAtLoadRefusesAQuantizedCheckpoint) {
+  const fs::path gptq = fs::path(LM_REPO_ROOT) / "tests/fixtures/quantized";
+  if (!fs::exists(gptq)) GTEST_SKIP() << "no quantized fixtures";
+  for (const auto& entry : fs::directory_iterator(gptq)) {
+    if (!entry.is_directory() || !fs::exists(entry.path() / "config.json")) continue;
+    auto model = LlamaModel::load(entry.path().string(), {.rope_scaling = {}, .quantize = "q4_0"});
+    ASSERT_FALSE(model.ok()) << entry.path();
+    EXPECT_NE(model.error().message.find("is already quantized"), std::string::npos)
+        << model.error().message;
+    return;
+  }
+  FAIL() << "no quantized checkpoint folder under " << gptq;
 }
 
 // A copy of llama_rope_linear whose config.json has no rope_scaling: the flags must restore it.
