@@ -101,6 +101,20 @@ std::vector<int32_t> greedy(LlamaModel& model, ThreadPool& pool, const Json& c) 
   return ids;
 }
 
+// Largest |logit - reference| of case c's reference logits, relative to the largest of them.
+double max_relative_logit_diff(LlamaModel& model, const Json& c, ThreadPool& pool) {
+  const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+  const auto ref_logits = c["logits"].get<std::vector<float>>();
+  SequenceForward sequence(model, static_cast<int64_t>(prompt.size()));
+  const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
+  float scale = 1;
+  for (float r : ref_logits) scale = std::max(scale, std::abs(r));
+  double max_rel = 0;
+  for (size_t i = 0; i < ref_logits.size(); ++i)
+    max_rel = std::max(max_rel, std::abs(logits[i] - ref_logits[i]) / double{scale});
+  return max_rel;
+}
+
 class QuantizedCheckpoint : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuantizedCheckpoint, RepacksExactlyAndMatchesTransformers) {
@@ -136,16 +150,9 @@ TEST_P(QuantizedCheckpoint, RepacksExactlyAndMatchesTransformers) {
 
   double max_rel = 0;
   for (const Json& c : fixture["cases"]) {
-    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
-    const auto ref_logits = c["logits"].get<std::vector<float>>();
-    SequenceForward sequence(**model, static_cast<int64_t>(prompt.size()));
-    const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-    float scale = 1;
-    for (float r : ref_logits) scale = std::max(scale, std::abs(r));
-    for (size_t i = 0; i < ref_logits.size(); ++i)
-      max_rel = std::max(max_rel, std::abs(logits[i] - ref_logits[i]) / double{scale});
+    max_rel = std::max(max_rel, max_relative_logit_diff(**model, c, pool));
     EXPECT_EQ(greedy(**model, pool, c), c["greedy_ids"].get<std::vector<int32_t>>())
-        << "prompt of " << prompt.size() << " tokens";
+        << "prompt of " << c["prompt_ids"].size() << " tokens";
   }
   std::cout << "[ measured ] " << GetParam() << ": max relative logit diff " << max_rel << "\n";
   EXPECT_LT(max_rel, 1e-4);
@@ -158,14 +165,7 @@ TEST_P(QuantizedCheckpoint, RepacksExactlyAndMatchesTransformers) {
   double max_rel_int8 = 0;
   int64_t same = 0, total = 0;
   for (const Json& c : fixture["cases"]) {
-    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
-    const auto ref_logits = c["logits"].get<std::vector<float>>();
-    SequenceForward sequence(**model, static_cast<int64_t>(prompt.size()));
-    const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-    float scale = 1;
-    for (float r : ref_logits) scale = std::max(scale, std::abs(r));
-    for (size_t i = 0; i < ref_logits.size(); ++i)
-      max_rel_int8 = std::max(max_rel_int8, std::abs(logits[i] - ref_logits[i]) / double{scale});
+    max_rel_int8 = std::max(max_rel_int8, max_relative_logit_diff(**model, c, pool));
     const auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> got = greedy(**model, pool, c);
     for (size_t i = 0; i < expected.size() && i < got.size() && got[i] == expected[i]; ++i) ++same;
