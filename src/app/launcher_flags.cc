@@ -37,7 +37,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "The checkpoint's quantization: gptq, awq, compressed-tensors, marlin (read from "
                  "config.json when unset); quantizing at load is refused")
       ->envname("QUANTIZE");
-  app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
+  app.add_option("--speculate", a.speculate,
+                 "Tokens proposed per decode step by n-gram prompt lookup and verified in the "
+                 "same forward (outputs unchanged; 0 or unset: off)")
       ->envname("SPECULATE");
   app.add_option("--dtype", a.dtype,
                  "float16/bfloat16/float32: the dtype float weights are held in (converted at "
