@@ -53,6 +53,9 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return invalid("`usage_stats` must be one of on, off, no-stack");
   }
   if (a.max_step_latency_ms < 0) return invalid("`max_step_latency_ms` must be >= 0");
+  // TGI's is a usize; ours also bounds the rows one sequence adds to a step.
+  if (a.speculate && (*a.speculate < 0 || *a.speculate > 64))
+    return invalid("`speculate` must be in 0..64");
   for (const auto& [name, secs] :
        {std::pair{"http_header_timeout_secs", a.http_header_timeout_secs},
         std::pair{"http_body_timeout_secs", a.http_body_timeout_secs},
@@ -97,7 +100,6 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
                      "pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, or a GGUF file) or "
                      "one of those");
   }
-  if (a.speculate) return not_built("--speculate", "speculative decoding is issue 23");
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
   if (a.kv_cache_dtype)
     return not_built("--kv-cache-dtype", "the KV cache is fp32; a smaller cache is issue 20");

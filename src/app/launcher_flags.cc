@@ -38,7 +38,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "config.json when unset); or q8_0, q4_0, q4_1, q5_0, q5_1: a float checkpoint's "
                  "Linear weights quantized at load to that GGML block type")
       ->envname("QUANTIZE");
-  app.add_option("--speculate", a.speculate, "Speculative tokens (refused: not built)")
+  app.add_option("--speculate", a.speculate,
+                 "Tokens proposed per decode step by n-gram prompt lookup and verified in the "
+                 "same forward (outputs unchanged; 0 or unset: off)")
       ->envname("SPECULATE");
   app.add_option("--dtype", a.dtype,
                  "float16/bfloat16/float32: the dtype float weights are held in (converted at "

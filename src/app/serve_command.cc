@@ -197,6 +197,11 @@ int run_server(const LauncherArgs& args) {
   if (args.prefix_caching && length_dependent_rope)
     log_info("prefix caching is off: this model's RoPE depends on each sequence's length");
   engine_config.max_step_latency_ms = args.max_step_latency_ms;
+  // Verified proposals are rows of one forward, whose RoPE length is the step's end; where RoPE
+  // depends on the length, they would not be the rows plain decoding computes.
+  engine_config.speculate = length_dependent_rope ? 0 : args.speculate.value_or(0);
+  if (args.speculate.value_or(0) > 0 && length_dependent_rope)
+    log_info("speculation is off: this model's RoPE depends on each sequence's length");
   // When every layer attends through a window, K/V before the widest one is never read again:
   // the engine hands those blocks back as sequences advance.
   const std::vector<int64_t>& windows = config.layer_sliding_windows;
@@ -215,6 +220,7 @@ int run_server(const LauncherArgs& args) {
   plan.prefix_caching = engine_config.prefix_caching;
   plan.prefix_cache_max_blocks = engine_config.max_cached_blocks;
   plan.max_step_latency_ms = engine_config.max_step_latency_ms;
+  plan.speculate = engine_config.speculate;
   if (args.dry_run) {
     std::fputs((args.json_output ? plan_json(plan) + "\n" : plan_text(plan)).c_str(), stdout);
     return 0;
@@ -252,6 +258,9 @@ int run_server(const LauncherArgs& args) {
   log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
                        kv_num_blocks(engine_config), engine_config.block_size,
                        engine_config.prefix_caching ? "on" : "off"));
+  if (engine_config.speculate > 0)
+    log_info(fmt::format("Speculation: up to {} n-gram tokens proposed per decode step",
+                         engine_config.speculate));
   if (engine_config.kv_window_tokens > 0)
     log_info(
         fmt::format("KV cache: every layer has a sliding window (at most {} tokens), so "

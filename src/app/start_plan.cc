@@ -76,6 +76,9 @@ std::string plan_text(const StartPlan& p) {
           ? fmt::format("Step latency target: {} ms (prompt chunks capped while others decode)\n",
                         p.max_step_latency_ms)
           : std::string("Step latency target: off (prompts prefill at full budget)\n");
+  out += p.speculate > 0
+             ? fmt::format("Speculation: up to {} n-gram tokens per decode step\n", p.speculate)
+             : std::string("Speculation: off\n");
   return out;
 }
 
@@ -126,7 +129,8 @@ std::string plan_json(const StartPlan& p) {
             {"kv_num_blocks", p.kv_num_blocks},
             {"prefix_caching", p.prefix_caching},
             {"prefix_cache_max_blocks", p.prefix_cache_max_blocks},
-            {"max_step_latency_ms", p.max_step_latency_ms}};
+            {"max_step_latency_ms", p.max_step_latency_ms},
+            {"speculate", p.speculate}};
   return j.dump();
 }
 

@@ -32,6 +32,7 @@ struct StartPlan {
   bool prefix_caching = true;
   int64_t prefix_cache_max_blocks = -1;  // unused cached blocks kept resident (-1: no limit)
   int64_t max_step_latency_ms = 0;  // the step latency target (0: prefill chunks are not capped)
+  int64_t speculate = 0;            // n-gram tokens proposed per decode step (0: no speculation)
 };
 
 // The sizing in one log line: where the available memory was read and what took it.

@@ -146,6 +146,7 @@ void Engine::compute(const ScheduledBatch& batch, StepStats& stats) {
     return;
   }
   StepOutput out = scheduler_.update(batch, *samples);
+  stats.num_accepted = out.num_accepted;
   stats.update_seconds = timer.lap();
   deliver(out);
   stats.deliver_seconds = timer.lap();
@@ -168,6 +169,8 @@ void Engine::drop_cancelled() {
 void Engine::deliver(const StepOutput& out) {
   std::vector<int64_t> stopped;
   for (const TokenOutput& token : out.tokens) {
+    // A sequence may get several tokens a step (speculation): none after its sink stopped it.
+    if (std::ranges::find(stopped, token.seq_id) != stopped.end()) continue;
     const bool keep_going = token.sink->on_token(token.event);
     if (!keep_going && !token.event.finish_reason) stopped.push_back(token.seq_id);
   }
@@ -197,6 +200,8 @@ void Engine::publish_stats(int64_t num_batch_tokens) {
   stats_.prefix_cache_query_tokens = scheduler_.prefix_cache_query_tokens();
   stats_.prefix_cache_hit_tokens = scheduler_.prefix_cache_hit_tokens();
   stats_.num_preemptions = scheduler_.num_preemptions();
+  stats_.num_proposed_tokens = scheduler_.num_proposed_tokens();
+  stats_.num_accepted_tokens = scheduler_.num_accepted_tokens();
 }
 
 }  // namespace lm

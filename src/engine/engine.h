@@ -35,6 +35,9 @@ struct EngineStats {
   int64_t prefix_cache_query_tokens = 0;
   int64_t prefix_cache_hit_tokens = 0;
   int64_t num_preemptions = 0;  // running sequences sent back to the queue for lack of blocks
+  // Speculative decoding since start: tokens proposed and verified, and those accepted.
+  int64_t num_proposed_tokens = 0;
+  int64_t num_accepted_tokens = 0;
 };
 
 class Engine {

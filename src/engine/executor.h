@@ -28,9 +28,12 @@ class Executor {
   // model's context). Called by Engine::submit on the submitting thread, so it must be const-safe.
   virtual Status check_request(const EngineRequest& request) const = 0;
 
-  // Computes the batch: for every entry, the K/V of its tokens at their positions; for every
-  // entry with `samples`, one chosen token, in batch order. Sequences seen for the first time get
-  // their per-sequence state (the sampler) here.
+  // Computes the batch: for every entry, the K/V of its tokens (and proposals) at their
+  // positions; for every entry with `samples`, in batch order, the token chosen at its last known
+  // token's row, then, while the token just chosen equals the next proposal, the token chosen at
+  // that proposal's row. Each row is chosen as if it were the only one: the sequence's sampler
+  // has seen the tokens before it, so greedy and seeded choices are those of plain decoding.
+  // Sequences seen for the first time get their per-sequence state (the sampler) here.
   virtual Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) = 0;
 
   // The sequence left the engine (finished, stopped, cancelled, failed): free its state. May name

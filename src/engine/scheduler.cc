@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "engine/kv_window.h"
+#include "engine/ngram_proposer.h"
 
 namespace lm {
 namespace {
@@ -120,6 +121,14 @@ void Scheduler::free_blocks(Sequence& seq) {
   seq.num_released_blocks = 0;
 }
 
+void Scheduler::drop_uncomputed_blocks(Sequence& seq) {
+  const int64_t num_kept = num_blocks_for(seq.num_computed_tokens);
+  while (size_of(seq.block_table) > num_kept) {
+    block_manager_.release(seq.block_table.back());
+    seq.block_table.pop_back();
+  }
+}
+
 void Scheduler::release_out_of_window(Sequence& seq) {
   const int64_t num_before = num_blocks_before_window(config_.kv_window_tokens, config_.block_size,
                                                       seq.num_computed_tokens);
@@ -194,6 +203,7 @@ ScheduledBatch Scheduler::schedule() {
   int64_t prefill_budget = config_.max_batch_prefill_tokens;
   std::unordered_set<uint64_t> pending;  // keys of the full blocks this step computes
   std::vector<std::pair<size_t, Sequence*>> prefilling;  // (batch index, sequence) of round 1
+  std::vector<std::pair<size_t, Sequence*>> decoding;    // the same, computing their newest token
   bool preempted = false;
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& seq = *running_[i];
@@ -227,6 +237,8 @@ ScheduledBatch Scheduler::schedule() {
     if (prefill) {
       prefill_budget -= n;
       prefilling.emplace_back(batch.sequences.size(), &seq);
+    } else {
+      decoding.emplace_back(batch.sequences.size(), &seq);
     }
     hash_blocks(seq, end, pending);
     shape.add(seq.num_computed_tokens, n, prefill);
@@ -312,7 +324,34 @@ ScheduledBatch Scheduler::schedule() {
     shape.add(end, extra, /*prefill=*/true);
     batch.sequences[idx] = entry(*seq, end + extra - seq->num_computed_tokens);
   }
+  // Round 4 (speculation only): proposals take what the rounds before left.
+  if (config_.speculate > 0) propose(batch, decoding, shape, capped);
   return batch;
+}
+
+void Scheduler::propose(ScheduledBatch& batch,
+                        const std::vector<std::pair<size_t, Sequence*>>& decoding, StepShape& shape,
+                        bool capped) {
+  for (const auto& [idx, seq] : decoding) {
+    // NOTE: a grammar's mask for a step is computed while the forward runs, from the tokens
+    // accepted before it, so a constrained sequence has one sampling row a step.
+    if (seq->request.grammar) continue;
+    const int64_t end = seq->num_computed_tokens + 1;  // proposals start after the newest token
+    // Each accepted proposal is a generated token and so is the token after the last one: with
+    // r tokens left, at most r - 1 proposals, so no step computes a position past max_tokens().
+    int64_t max_tokens =
+        std::min(config_.speculate, seq->request.max_new_tokens - seq->num_generated_tokens() - 1);
+    max_tokens = std::min(max_tokens, num_free_tokens(size_of(seq->block_table), end));
+    if (capped && max_tokens > 0) max_tokens = fit_chunk(shape, end, max_tokens);
+    if (max_tokens < 1) continue;
+    std::vector<int32_t> proposed = propose_ngram(seq->token_ids, max_tokens);
+    if (proposed.empty()) continue;
+    const int64_t num_proposed = size_of(proposed);
+    grow(*seq, end + num_proposed);
+    shape.add(end, num_proposed, /*prefill=*/true);
+    batch.sequences[idx] = entry(*seq, 1);
+    batch.sequences[idx].proposed_ids = std::move(proposed);
+  }
 }
 
 Sequence* Scheduler::find_running(int64_t seq_id) {
@@ -328,15 +367,22 @@ bool Scheduler::is_eos(int32_t id) const {
 }
 
 StepOutput Scheduler::update(const ScheduledBatch& batch, std::span<const SampleResult> samples) {
-  LM_CHECK(static_cast<int64_t>(samples.size()) == batch.num_samples());
   StepOutput out;
-  size_t sample_idx = 0;
+  size_t next_sample = 0;
   const int64_t bs = config_.block_size;
   for (const ScheduledSequence& entry : batch.sequences) {
     Sequence* seq = find_running(entry.seq_id);
     LM_CHECK(seq != nullptr && seq->num_computed_tokens == entry.first_position);
     seq->num_computed_tokens += entry.num_tokens;
+    if (entry.samples) {
+      // The K/V written for an accepted proposal is that of the token now appended there.
+      seq->num_computed_tokens += append_tokens(entry, *seq, samples, next_sample, out);
+    }
+    drop_uncomputed_blocks(*seq);
     if (config_.prefix_caching) {
+      // Accepted proposals extend the hash chain here; schedule() hashed the known tokens.
+      std::unordered_set<uint64_t> unused;
+      hash_blocks(*seq, seq->num_computed_tokens, unused);
       // The blocks this step filled now hold computed K/V: later prompts may reuse them.
       for (int64_t i = entry.first_position / bs; i < seq->num_computed_tokens / bs; ++i) {
         const auto idx = static_cast<size_t>(i);
@@ -348,24 +394,54 @@ StepOutput Scheduler::update(const ScheduledBatch& batch, std::span<const Sample
       }
     }
     release_out_of_window(*seq);
-    if (!entry.samples) continue;
-    const SampleResult& token = samples[sample_idx++];
-    seq->token_ids.push_back(token.id);
-    // TGI's order: length first, then EOS (stop sequences are the sink's business).
-    if (seq->num_generated_tokens() >= seq->request.max_new_tokens) {
-      seq->finish_reason = FinishReason::kLength;
-    } else if (!seq->request.ignore_eos && is_eos(token.id)) {
-      seq->finish_reason = FinishReason::kEosToken;
-    }
-    if (seq->finish_reason) {
-      seq->status = SequenceStatus::kFinished;
-      out.finished_seq_ids.push_back(seq->id);
-    }
-    out.tokens.push_back(
-        TokenOutput{.seq_id = seq->id, .sink = seq->sink, .event = {token, seq->finish_reason}});
   }
+  LM_CHECK(next_sample == samples.size());
   remove_if([](const Sequence& seq) { return seq.status == SequenceStatus::kFinished; });
   return out;
+}
+
+int64_t Scheduler::append_tokens(const ScheduledSequence& entry, Sequence& seq,
+                                 std::span<const SampleResult> samples, size_t& next_sample,
+                                 StepOutput& out) {
+  // The executor's rule read back: one token for the first row, then one more for each proposal
+  // equal to the token chosen just before it.
+  const std::vector<int32_t>& proposed = entry.proposed_ids;
+  size_t num_matched = 0;
+  for (;;) {
+    LM_CHECK(next_sample + num_matched < samples.size());
+    if (num_matched == proposed.size() ||
+        samples[next_sample + num_matched].id != proposed[num_matched])
+      break;
+    ++num_matched;
+  }
+  const std::span<const SampleResult> tokens = samples.subspan(next_sample, num_matched + 1);
+  next_sample += num_matched + 1;
+  int64_t num_appended = 0;
+  for (const SampleResult& token : tokens) {
+    seq.token_ids.push_back(token.id);
+    ++num_appended;
+    // TGI's order: length first, then EOS (stop sequences are the sink's business).
+    if (seq.num_generated_tokens() >= seq.request.max_new_tokens) {
+      seq.finish_reason = FinishReason::kLength;
+    } else if (!seq.request.ignore_eos && is_eos(token.id)) {
+      seq.finish_reason = FinishReason::kEosToken;
+    }
+    out.tokens.push_back(
+        TokenOutput{.seq_id = seq.id, .sink = seq.sink, .event = {token, seq.finish_reason}});
+    if (seq.finish_reason) {
+      // The tokens chosen after the one that finished it are dropped.
+      seq.status = SequenceStatus::kFinished;
+      out.finished_seq_ids.push_back(seq.id);
+      break;
+    }
+  }
+  out.num_accepted.push_back(num_appended - 1);
+  out.num_proposed_tokens += size_of(proposed);
+  num_proposed_tokens_ += size_of(proposed);
+  num_accepted_tokens_ += num_appended - 1;
+  // Every appended token but the last was a proposal whose K/V this step computed (all of them
+  // when it finished on a proposal).
+  return std::min(static_cast<int64_t>(num_matched), num_appended);
 }
 
 std::vector<std::unique_ptr<Sequence>> Scheduler::remove_if(

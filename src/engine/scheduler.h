@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -33,8 +34,12 @@ struct TokenOutput {
 };
 
 struct StepOutput {
-  std::vector<TokenOutput> tokens;        // batch order
+  std::vector<TokenOutput> tokens;        // batch order; a sequence's own tokens in order
   std::vector<int64_t> finished_seq_ids;  // already removed; their executor state can go
+  // Per sampling entry, in batch order: its proposals accepted and delivered (tokens beyond its
+  // first this step; always 0 without speculation). TGI's tgi_request_skipped_tokens.
+  std::vector<int64_t> num_accepted;
+  int64_t num_proposed_tokens = 0;  // proposals the batch verified
 };
 
 // A non-empty prompt and max_new_tokens within max_batch_total_tokens whose K/V fits the whole
@@ -79,12 +84,22 @@ class Scheduler {
   // With kv_window_tokens > 0 a sequence's chunk also shrinks to the blocks free (before any
   // preemption; a waiting sequence is admitted with what fits), and on admission a prefix-cache
   // hit takes only the cached blocks inside the window of its first position to compute.
+  //
+  // With speculate > 0, last, each decoding entry of a running sequence without a grammar gets
+  // the n-gram proposals (propose_ngram) that fit: at most speculate, fewer than the tokens it
+  // has left to generate (so no position past its max_tokens is ever computed), within the blocks
+  // still free (proposals never preempt, nor keep a newcomer out) and, under the latency target,
+  // within what the step's predicted time allows. Its table grows to cover them.
   ScheduledBatch schedule();
 
   // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, releases
   // under a window the blocks now wholly before it (placeholders stay in the table), appends
-  // the sampled tokens (one per entry with `samples`, in order), finishes sequences on length
-  // then EOS and removes them (freeing their blocks).
+  // the sampled tokens (in order; for an entry with proposals, one more for each proposal its
+  // previous token accepted: see ScheduledSequence::proposed_ids), finishes sequences on length
+  // then EOS at the token that meets the rule (later ones are dropped) and removes them (freeing
+  // their blocks). The K/V of accepted proposals counts as computed; the blocks that held only
+  // rejected ones go back to the pool (never cached), so each table again covers exactly its
+  // computed tokens.
   StepOutput update(const ScheduledBatch& batch, std::span<const SampleResult> samples);
 
   // Removes every waiting or running sequence matching `pred` (cancelled, stopped, failed), frees
@@ -112,6 +127,9 @@ class Scheduler {
   int64_t prefix_cache_query_tokens() const { return prefix_cache_query_tokens_; }
   int64_t prefix_cache_hit_tokens() const { return prefix_cache_hit_tokens_; }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Speculative decoding since start: tokens proposed (and verified), and of them those accepted.
+  int64_t num_proposed_tokens() const { return num_proposed_tokens_; }
+  int64_t num_accepted_tokens() const { return num_accepted_tokens_; }
 
   // Predicts step times for max_step_latency_ms; the Engine feeds it each measured step.
   StepCostModel& cost_model() { return cost_model_; }
@@ -134,6 +152,18 @@ class Scheduler {
   // `pending` (blocks this step computes).
   void hash_blocks(Sequence& seq, int64_t num_tokens, std::unordered_set<uint64_t>& pending) const;
   void free_blocks(Sequence& seq);
+  // Releases the blocks past those covering seq's computed tokens (tail first): the ones a step
+  // grew for proposals that were rejected. They were never cached.
+  void drop_uncomputed_blocks(Sequence& seq);
+  // Gives the decoding entries of the batch their proposals (the last round of schedule()).
+  // `decoding`: (batch index, sequence) of each running sequence computing its newest token.
+  void propose(ScheduledBatch& batch, const std::vector<std::pair<size_t, Sequence*>>& decoding,
+               StepShape& shape, bool capped);
+  // Appends an entry's sampled tokens (its first, then one per accepted proposal) up to its
+  // finish; returns the proposals accepted among them. `next_sample` advances past them all.
+  int64_t append_tokens(const ScheduledSequence& entry, Sequence& seq,
+                        std::span<const SampleResult> samples, size_t& next_sample,
+                        StepOutput& out);
   // Under a window: releases the blocks wholly before the window of seq's next position
   // (kv_window.h), leaving placeholders in its table.
   void release_out_of_window(Sequence& seq);
@@ -160,6 +190,8 @@ class Scheduler {
   int64_t prefix_cache_query_tokens_ = 0;
   int64_t prefix_cache_hit_tokens_ = 0;
   int64_t num_preemptions_ = 0;
+  int64_t num_proposed_tokens_ = 0;
+  int64_t num_accepted_tokens_ = 0;
 };
 
 }  // namespace lm

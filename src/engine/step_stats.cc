@@ -13,8 +13,14 @@ StepStats count_step(const ScheduledBatch& batch, int64_t kv_window_tokens) {
   }
   stats.num_prefill_tokens = shape.num_prefill_tokens;
   stats.num_decode_tokens = shape.num_decode_rows;
+  for (const ScheduledSequence& entry : batch.sequences) {
+    // Proposals sit after the entry's known tokens and attend as a chunk's tokens do.
+    shape.add(entry.first_position + entry.num_tokens,
+              static_cast<int64_t>(entry.proposed_ids.size()), /*prefill=*/true);
+  }
   stats.num_attended_tokens = shape.num_attended_tokens;
   stats.num_samples = batch.num_samples();
+  stats.num_proposed_tokens = batch.num_proposed_tokens();
   return stats;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "engine/executor.h"
 #include "engine/scheduled_batch.h"
@@ -20,6 +21,10 @@ struct StepStats {
   int64_t num_prefill_tokens = 0;
   int64_t num_decode_tokens = 0;
   int64_t num_samples = 0;  // entries that sampled a token
+  // Speculative decoding: proposals the step verified (rows beside the tokens counted above),
+  // and per sampling entry, in batch order, the proposals it accepted (StepOutput's).
+  int64_t num_proposed_tokens = 0;
+  std::vector<int64_t> num_accepted;
   // Key positions the step's tokens attend to (StepShape), for the step cost model.
   int64_t num_attended_tokens = 0;
   bool failed = false;  // the executor failed, and with it every sequence of the batch
@@ -33,8 +38,9 @@ struct StepStats {
   // between two tokens, and what the step cost model is fitted to.
   double step_seconds = 0;
 
+  // Proposals push rows through the weights as a prompt chunk's tokens do.
   StepShape shape() const {
-    return {.num_prefill_tokens = num_prefill_tokens,
+    return {.num_prefill_tokens = num_prefill_tokens + num_proposed_tokens,
             .num_decode_rows = num_decode_tokens,
             .num_attended_tokens = num_attended_tokens};
   }

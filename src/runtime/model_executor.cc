@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "base/check.h"
 #include "runtime/logits_processors.h"
 #include "runtime/request_check.h"
 #include "runtime/sampler.h"
@@ -97,19 +98,30 @@ Result<std::vector<SampleResult>> ModelExecutor::execute(const ScheduledBatch& b
     }
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
     GrammarRow& grammar = grammar_rows_[sample_index++];
-    SampleResult token = sampler.sample(
-        std::span<float>(logits_).subspan(row++ * vocab, vocab),
-        grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
-    if (seq.wants_prompt_logits()) {
-      if (auto gathered = prompt_logprobs_.extract(seq.id)) {
-        token.prompt_logprobs = std::move(gathered.mapped().logprobs);
-        token.prompt_top_tokens = std::move(gathered.mapped().top_tokens);
+    // The scheduler proposes nothing for a constrained sequence: its one mask is this step's.
+    LM_CHECK(entry.proposed_ids.empty() || grammar.matcher == nullptr);
+    const size_t num_rows = 1 + entry.proposed_ids.size();
+    for (size_t r = 0; r < num_rows; ++r) {
+      // NOTE: rows are sampled in order, each after the sampler observed the tokens before it
+      // (penalties, the seeded draw's sequence), and a row's logits are the bits a lone decode
+      // row would get (batch-invariant kernels): every token is the one plain decoding chooses.
+      SampleResult token = sampler.sample(
+          std::span<float>(logits_).subspan((row + r) * vocab, vocab),
+          grammar.masked ? std::span<const int32_t>(grammar.bitmask) : std::span<const int32_t>());
+      if (r == 0 && seq.wants_prompt_logits()) {
+        if (auto gathered = prompt_logprobs_.extract(seq.id)) {
+          token.prompt_logprobs = std::move(gathered.mapped().logprobs);
+          token.prompt_top_tokens = std::move(gathered.mapped().top_tokens);
+        }
       }
+      sampler.observe(token.id);
+      // Refused only when every allowed logit was -inf; the grammar then stays where it was.
+      if (grammar.matcher != nullptr) grammar.matcher->accept_token(token.id);
+      const bool accepted = r + 1 < num_rows && token.id == entry.proposed_ids[r];
+      samples.push_back(std::move(token));
+      if (!accepted) break;  // the rows after a rejected proposal saw a token that is not next
     }
-    sampler.observe(token.id);
-    // Refused only when every allowed logit was -inf; the grammar then stays where it was.
-    if (grammar.matcher != nullptr) grammar.matcher->accept_token(token.id);
-    samples.push_back(std::move(token));
+    row += num_rows;
   }
   timings_.sample_seconds = seconds_since(clock);
   return samples;

@@ -17,12 +17,14 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
   rope_lengths_.clear();
   max_blocks_per_seq_ = 0;
   for (const ScheduledSequence& entry : batch.sequences) {
-    const int64_t end = entry.first_position + entry.num_tokens;
+    const int64_t end = entry.first_position + entry.num_query_tokens();
     max_blocks_per_seq_ = std::max(max_blocks_per_seq_, (end + block_size - 1) / block_size);
   }
   for (const ScheduledSequence& entry : batch.sequences) {
     LM_CHECK(entry.num_tokens > 0 && entry.first_position >= 0);
-    const int64_t end = entry.first_position + entry.num_tokens;
+    LM_CHECK(entry.samples || entry.proposed_ids.empty());
+    // Proposals are rows like the known tokens, at the positions after them.
+    const int64_t end = entry.first_position + entry.num_query_tokens();
     const int64_t num_used_blocks = (end + block_size - 1) / block_size;
     LM_CHECK(static_cast<int64_t>(entry.block_table.size()) >= num_used_blocks);
     // Placeholders (block 0) stand for released blocks before the window; the positions this
@@ -38,6 +40,7 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
                          static_cast<size_t>(max_blocks_per_seq_ - num_used_blocks));
     const std::span<const int32_t> ids = entry.token_ids();
     token_ids_.insert(token_ids_.end(), ids.begin(), ids.end());
+    token_ids_.insert(token_ids_.end(), entry.proposed_ids.begin(), entry.proposed_ids.end());
     for (int64_t p = entry.first_position; p < end; ++p) {
       positions_.push_back(static_cast<int32_t>(p));
       slot_mapping_.push_back(entry.block_table[static_cast<size_t>(p / block_size)] * block_size +
@@ -56,7 +59,12 @@ void StepInputs::build(const ScheduledBatch& batch, int64_t block_size, int64_t 
     }
     num_prompt_rows_.push_back(prompt_rows);
     rope_lengths_.push_back(static_cast<int32_t>(std::max(end, seq.num_prompt_tokens)));
-    if (entry.samples) logit_rows_.push_back(query_begins_.back() - 1);
+    // The sampling rows: the last known token's, then each proposal's.
+    if (entry.samples) {
+      for (int32_t row = begin + static_cast<int32_t>(entry.num_tokens) - 1;
+           row < query_begins_.back(); ++row)
+        logit_rows_.push_back(row);
+    }
   }
 }
 

@@ -18,7 +18,7 @@ class StepInputs {
   void build(const ScheduledBatch& batch, int64_t block_size, int64_t num_blocks);
   // Views of the arrays, valid until the next build.
   BatchInput view() const;
-  // Per batch entry: how many logits rows before its sampling row (if any) are prompt rows, for
+  // Per batch entry: how many logits rows before its sampling rows (if any) are prompt rows, for
   // positions first_position, first_position + 1, ... (a prompt_logprobs request before its first
   // token: the row at position p scores prompt token p + 1). Logits rows come entry by entry.
   const std::vector<int64_t>& num_prompt_rows() const { return num_prompt_rows_; }
@@ -30,7 +30,7 @@ class StepInputs {
   std::vector<int32_t> query_begins_;  // [num_seqs + 1]
   std::vector<int32_t> block_tables_;  // [num_seqs, max_blocks_per_seq_], padded with block 0
   int64_t max_blocks_per_seq_ = 0;
-  std::vector<int32_t> logit_rows_;       // per entry: its prompt rows, then its sampling row
+  std::vector<int32_t> logit_rows_;       // per entry: its prompt rows, then its sampling rows
   std::vector<int64_t> num_prompt_rows_;  // [num_seqs]
   std::vector<int32_t> rope_lengths_;     // [num_seqs]: max(prompt length, last position + 1)
 };

@@ -55,9 +55,6 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   a.sharded = "true";
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);
   a = {};
-  a.speculate = 2;
-  EXPECT_NE(check_error(a).find("--speculate is not supported yet"), std::string::npos);
-  a = {};
   a.lora_adapters = "org/adapter";
   EXPECT_NE(check_error(a).find("--lora-adapters is not supported yet"), std::string::npos);
   a = {};
@@ -75,6 +72,19 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
 }
 
 // What a TGI manifest sets, with nothing to refuse on a CPU: accepted, each harmless one noted.
+// --speculate N: n-gram speculation, built; TGI's usize, bounded here.
+TEST(LauncherArgs, SpeculateIsAcceptedWithinItsRange) {
+  LauncherArgs a;
+  for (int64_t n : {0, 1, 3, 64}) {
+    a.speculate = n;
+    EXPECT_TRUE(check_launcher_args(a).ok()) << n;
+  }
+  for (int64_t n : {-1, 65}) {
+    a.speculate = n;
+    EXPECT_EQ(check_error(a), "Invalid argument: `speculate` must be in 0..64") << n;
+  }
+}
+
 TEST(LauncherArgs, AcceptsTgiManifestSettings) {
   LauncherArgs a;
   a.revision = "main";

@@ -93,7 +93,6 @@ def test_log_level_from_the_environment():
     ({"QUANTIZE": "gptq"}, "--quantize gptq: "),  # the default model is a GGUF file
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),
-    ({"SPECULATE": "3"}, "--speculate is not supported yet: speculative decoding"),
     ({"LORA_ADAPTERS": "org/adapter"}, "--lora-adapters is not supported yet"),
     ({"KV_CACHE_DTYPE": "fp8_e5m2"}, "--kv-cache-dtype is not supported yet"),
     ({"DTYPE": "float8"}, "`dtype` must be one of float16, bfloat16, float32"),

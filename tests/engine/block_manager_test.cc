@@ -208,5 +208,23 @@ TEST(BlockManager, CheckInvariantsHoldsThroughAMixOfOperations) {
   EXPECT_INVARIANTS(bm);
 }
 
+// Speculation's rollback: a sequence's tail block that held only rejected proposals (never
+// cached) is released while its cached prefix stays referenced; it is free at once, reused first,
+// and nothing is dropped from the cache or handed back, even with no room for unused entries.
+TEST(BlockManager, ReleasingAnUncachedTailLeavesTheCachedPrefixAlone) {
+  BlockManager bm(8, 4, /*max_evictable_blocks=*/0);
+  const int32_t a = bm.allocate();
+  const int32_t tail = bm.allocate();
+  ASSERT_TRUE(bm.cache(a, hash_of(kA), BlockManager::kRootHash, kA));
+  bm.release(tail);
+  EXPECT_EQ(bm.ref_count(a), 1);
+  EXPECT_EQ(bm.num_cached_blocks(), 1);
+  EXPECT_EQ(bm.num_used_blocks(), 1);
+  EXPECT_TRUE(bm.take_returned_blocks().empty());
+  EXPECT_INVARIANTS(bm);
+  EXPECT_EQ(bm.allocate(), tail);
+  EXPECT_INVARIANTS(bm);
+}
+
 }  // namespace
 }  // namespace lm

@@ -3,7 +3,9 @@
 // from what it reads through the block tables, so any wrong table, hit or overwrite changes the
 // output; every request must end with exactly the tokens it gets when run alone. Blocks the
 // prefix cache's budget hands back are wiped, as their memory is, so a handed-back block that
-// was still read would change the output too.
+// was still read would change the output too. With speculation the executor writes the
+// proposals' tokens too and verifies them as the model executor does, so a rejected proposal
+// left readable, or a block kept or freed wrongly on rollback, changes the output as well.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,12 +29,23 @@ int32_t next_token(const std::vector<int32_t>& tokens) {
   return static_cast<int32_t>(h % kVocab);
 }
 
+// A fake model for speculation: it mostly repeats the token three back (so n-gram proposals
+// are often right) and otherwise takes next_token's choice; either way the whole prefix decides,
+// so a wrong slot read still changes the output.
+int32_t next_token_repetitive(const std::vector<int32_t>& tokens) {
+  const int32_t hashed = next_token(tokens);
+  if (tokens.size() < 3 || hashed % 4 == 0) return hashed;
+  return tokens[tokens.size() - 3];
+}
+
+using Model = int32_t (*)(const std::vector<int32_t>&);
+
 // What the request produces alone: greedy tokens until max_new_tokens or EOS.
-std::vector<int32_t> run_alone(const EngineRequest& request) {
+std::vector<int32_t> run_alone(const EngineRequest& request, Model model) {
   std::vector<int32_t> tokens = request.prompt_ids;
   std::vector<int32_t> out;
   while (static_cast<int64_t>(out.size()) < request.max_new_tokens) {
-    out.push_back(next_token(tokens));
+    out.push_back(model(tokens));
     tokens.push_back(out.back());
     if (out.back() == kEos) break;
   }
@@ -43,8 +56,10 @@ std::vector<int32_t> run_alone(const EngineRequest& request) {
 // reads each entry's whole prefix back through its block table.
 class PagedFakeExecutor {
  public:
-  PagedFakeExecutor(int64_t num_blocks, int64_t block_size)
-      : block_size_(block_size), slots_(static_cast<size_t>(num_blocks * block_size), -1) {}
+  PagedFakeExecutor(int64_t num_blocks, int64_t block_size, Model model)
+      : block_size_(block_size),
+        model_(model),
+        slots_(static_cast<size_t>(num_blocks * block_size), -1) {}
 
   // The pages of handed-back blocks read as zeros: here, as no token.
   void return_blocks(const std::vector<int32_t>& block_ids) {
@@ -55,14 +70,16 @@ class PagedFakeExecutor {
   std::vector<SampleResult> execute(const ScheduledBatch& batch, const BlockManager& blocks) {
     for (const ScheduledSequence& entry : batch.sequences) {
       const int64_t end = entry.first_position + entry.num_tokens;
+      const int64_t query_end = entry.first_position + entry.num_query_tokens();
       EXPECT_EQ(static_cast<int64_t>(entry.block_table.size()),
-                (end + block_size_ - 1) / block_size_);
+                (query_end + block_size_ - 1) / block_size_);
       EXPECT_EQ(entry.samples, end == entry.sequence->num_tokens());
-      for (int64_t p = entry.first_position; p < end; ++p) {
+      for (int64_t p = entry.first_position; p < query_end; ++p) {
         const int32_t block_id = entry.block_table[static_cast<size_t>(p / block_size_)];
         EXPECT_NE(block_id, 0);
         EXPECT_EQ(blocks.ref_count(block_id), 1) << "a write into a shared block";
-        slot(entry, p) = entry.sequence->token_ids[static_cast<size_t>(p)];
+        slot(entry, p) = p < end ? entry.sequence->token_ids[static_cast<size_t>(p)]
+                                 : entry.proposed_ids[static_cast<size_t>(p - end)];
       }
     }
     std::vector<SampleResult> out;
@@ -71,9 +88,14 @@ class PagedFakeExecutor {
       std::vector<int32_t> seen;
       for (int64_t p = 0; p < entry.first_position + entry.num_tokens; ++p)
         seen.push_back(slot(entry, p));
-      SampleResult r;
-      r.id = next_token(seen);
-      out.push_back(r);
+      // The verification rule: a token per row while the one before matched its proposal.
+      for (size_t r = 0; r <= entry.proposed_ids.size(); ++r) {
+        if (r > 0) seen.push_back(slot(entry, entry.first_position + entry.num_tokens + r - 1));
+        SampleResult token;
+        token.id = model_(seen);
+        out.push_back(token);
+        if (r == entry.proposed_ids.size() || token.id != entry.proposed_ids[r]) break;
+      }
     }
     return out;
   }
@@ -86,6 +108,7 @@ class PagedFakeExecutor {
 
   static constexpr int32_t kWiped = -2;
   int64_t block_size_;
+  Model model_;
   std::vector<int32_t> slots_;
 };
 
@@ -94,11 +117,16 @@ struct Totals {
   int64_t hit_tokens = 0;
   int64_t cancelled = 0;
   int64_t returned_blocks = 0;
+  int64_t proposed_tokens = 0;
+  int64_t accepted_tokens = 0;
 };
 
-void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_target = false) {
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << " prefix_caching " << prefix_caching
-                                    << " latency_target " << latency_target);
+void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_target = false,
+              bool speculate = false) {
+  SCOPED_TRACE(::testing::Message()
+               << "seed " << seed << " prefix_caching " << prefix_caching << " latency_target "
+               << latency_target << " speculate " << speculate);
+  const Model model = speculate ? next_token_repetitive : next_token;
   std::mt19937 rng(seed);
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -117,6 +145,7 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
     config.max_step_latency_ms = uniform(1, 40);
     config.min_prefill_chunk_tokens = uniform(1, 8);
   }
+  if (speculate) config.speculate = uniform(1, 5);
   Scheduler scheduler(config);
   if (latency_target) {
     scheduler.cost_model() =
@@ -125,7 +154,7 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
                               .per_decode_row = 0.001 * static_cast<double>(uniform(1, 8)),
                               .per_attended_token = 1e-5 * static_cast<double>(uniform(0, 3))});
   }
-  PagedFakeExecutor executor(config.num_blocks, config.block_size);
+  PagedFakeExecutor executor(config.num_blocks, config.block_size, model);
 
   // Prompts start with one of a few shared prefixes so the cache has something to find.
   std::vector<std::vector<int32_t>> prefixes(3);
@@ -178,7 +207,7 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
   EXPECT_EQ(scheduler.num_blocks_used(), 0);
   EXPECT_EQ(scheduler.num_reserved_tokens(), 0);
   for (const auto& [seq_id, request] : requests) {
-    const std::vector<int32_t> expected = run_alone(request);
+    const std::vector<int32_t> expected = run_alone(request, model);
     const std::vector<int32_t>& got = outputs[seq_id];
     const bool was_cancelled =
         std::find(cancelled.begin(), cancelled.end(), seq_id) != cancelled.end();
@@ -195,6 +224,8 @@ void run_seed(uint32_t seed, bool prefix_caching, Totals& totals, bool latency_t
   totals.preemptions += scheduler.num_preemptions();
   totals.hit_tokens += scheduler.prefix_cache_hit_tokens();
   totals.cancelled += static_cast<int64_t>(cancelled.size());
+  totals.proposed_tokens += scheduler.num_proposed_tokens();
+  totals.accepted_tokens += scheduler.num_accepted_tokens();
 }
 
 TEST(SchedulerStress, RandomLoadMatchesEachRequestRunAlone) {
@@ -221,6 +252,24 @@ TEST(SchedulerStress, RandomLoadUnderALatencyTargetMatchesEachRequestRunAlone) {
   EXPECT_GT(totals.preemptions, 100);
   EXPECT_GT(totals.hit_tokens, 1000);
   EXPECT_GT(totals.cancelled, 50);
+}
+
+// The same load with n-gram speculation (with and without the latency target): proposals
+// verified, accepted ones kept, rejected ones rolled back, under preemption and prefix sharing;
+// every request still ends with exactly its tokens when run alone.
+TEST(SchedulerStress, RandomLoadWithSpeculationMatchesEachRequestRunAlone) {
+  Totals totals;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    for (bool latency_target : {false, true}) {
+      run_seed(seed, /*prefix_caching=*/true, totals, latency_target, /*speculate=*/true);
+      run_seed(seed, /*prefix_caching=*/false, totals, latency_target, /*speculate=*/true);
+    }
+  }
+  EXPECT_GT(totals.preemptions, 100);
+  EXPECT_GT(totals.hit_tokens, 1000);
+  EXPECT_GT(totals.proposed_tokens, 1000);
+  EXPECT_GT(totals.accepted_tokens, 500);
+  EXPECT_LT(totals.accepted_tokens, totals.proposed_tokens);  // rejections were rolled back too
 }
 
 }  // namespace

@@ -153,6 +153,28 @@ TEST_F(TgiMetrics, SkippedTokensIsASummaryOfZerosPerSampledSequence) {
   EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens_count 3"));
 }
 
+TEST_F(TgiMetrics, SkippedTokensCountEachSequencesAcceptedProposals) {
+  StepStats s = chunk_step();  // three sampled sequences: one got 2 extra tokens, one 3
+  s.num_samples = 3;
+  s.num_proposed_tokens = 9;
+  s.num_accepted = {0, 2, 3};
+  record_step(m, s);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens_sum 5"));
+  EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens_count 3"));
+  EXPECT_TRUE(has_line(text, "tgi_request_skipped_tokens{quantile=\"1\"} 3")) << text;
+}
+
+TEST_F(TgiMetrics, SpeculationCountersComeFromTheEngineStats) {
+  EngineStats stats;
+  stats.num_proposed_tokens = 40;
+  stats.num_accepted_tokens = 25;
+  publish_engine_stats(m, stats);
+  EXPECT_EQ(m.value("tgi_speculative_proposed_tokens"), 40);
+  EXPECT_EQ(m.value("tgi_speculative_accepted_tokens"), 25);
+  EXPECT_TRUE(has_line(m.render(), "# TYPE tgi_speculative_accepted_tokens counter"));
+}
+
 TEST_F(TgiMetrics, HelpTextsAreTgis) {
   record_step(m, prefill_step());
   const std::string text = m.render();

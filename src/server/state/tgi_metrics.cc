@@ -1,5 +1,6 @@
 #include "server/state/tgi_metrics.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,10 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
     {"tgi_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache"},
     {"tgi_prefix_cache_hit_rate", "Prefix cache hit tokens / query tokens"},
     {"tgi_request_preemptions", "Sequences preempted (recomputed later) for lack of KV blocks"},
+    {"tgi_speculative_proposed_tokens",
+     "Tokens proposed by n-gram speculation and verified (--speculate)"},
+    {"tgi_speculative_accepted_tokens",
+     "Proposed tokens the model's own choice accepted (generated without a forward of their own)"},
     {"tgi_kv_cache_blocks_resident",
      "KV cache blocks written and not handed back to the OS (in use, cached or recently freed)"},
     {"lm_kv_cache_resident_bytes", "Bytes of the KV cache's resident blocks"},
@@ -111,8 +116,14 @@ void record_step(Metrics& m, const StepStats& s) {
   }
   m.increment("tgi_batch_inference_success", method);
   m.observe("lm_step_duration_seconds", s.step_seconds, std::string("kind=\"") + s.kind() + "\"");
-  // One token per sampled sequence: no speculation, so never a skipped (extra) token.
-  m.observe("tgi_request_skipped_tokens", 0, "", static_cast<uint64_t>(s.num_samples));
+  // Per sampled sequence, the tokens it got beyond one (accepted proposals); 0 without them.
+  const int64_t num_plain =
+      s.num_samples - std::ranges::count_if(s.num_accepted, [](int64_t n) { return n > 0; });
+  if (num_plain > 0)
+    m.observe("tgi_request_skipped_tokens", 0, "", static_cast<uint64_t>(num_plain));
+  for (int64_t n : s.num_accepted) {
+    if (n > 0) m.observe("tgi_request_skipped_tokens", static_cast<double>(n));
+  }
 }
 
 void InterTokenTimer::on_token(Metrics& metrics) {
@@ -149,6 +160,8 @@ void publish_engine_stats(Metrics& m, const EngineStats& stats, int64_t kv_bytes
                         static_cast<double>(stats.prefix_cache_query_tokens)
                   : 0.0);
   m.set_counter("tgi_request_preemptions", static_cast<double>(stats.num_preemptions));
+  m.set_counter("tgi_speculative_proposed_tokens", static_cast<double>(stats.num_proposed_tokens));
+  m.set_counter("tgi_speculative_accepted_tokens", static_cast<double>(stats.num_accepted_tokens));
   m.set_gauge("vllm:num_requests_waiting", waiting);
   m.set_gauge("vllm:num_requests_running", running);
   m.set_gauge("vllm:kv_cache_usage_perc", kv_usage);

@@ -1,0 +1,24 @@
+// Prompt-lookup proposals for speculative decoding (TGI's n-gram speculation): the tokens that
+// followed the most recent earlier occurrence of a sequence's last few tokens in its own prompt
+// and output. Repetitive text (code edits, quoting, "rewrite this") repeats long runs, so the
+// proposals are often what the model would have generated; the engine verifies them all in one
+// forward. Plain data: no model, no state between calls.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace lm {
+
+// The longest suffix tried first: a 3-token match predicts better than a 1-token one.
+inline constexpr int64_t kMaxProposalNgram = 3;
+
+// `max_tokens` ids proposed to follow `token_ids`: for k from max_ngram down to 1, the ids after
+// the latest earlier occurrence of the last k ids (one starting before the suffix itself),
+// continued periodically past the end. Empty when no suffix recurs or max_tokens < 1.
+// O(size * max_ngram).
+std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t max_tokens,
+                                   int64_t max_ngram = kMaxProposalNgram);
+
+}  // namespace lm

@@ -1,0 +1,79 @@
+"""`--speculate N` (n-gram speculation): the same outputs as a server without it, over HTTP.
+
+Two servers of the default model, one with `--speculate 3`: /generate (greedy, seeded sampling,
+stop sequences, top tokens) and /generate_stream give the same tokens, logprobs and texts, each
+streamed token its own event; the speculating server's metrics show proposals accepted, so the
+comparison is not vacuous.
+"""
+
+import json
+import os
+import subprocess
+
+from conftest import LAUNCHER, MODEL, ROOT, gen_body, launch_server, sse_events
+
+# A "rewrite this text" prompt: the answer repeats the text, so n-gram proposals get accepted.
+TEXT = ("The quick brown fox jumps over the lazy dog. The dog sleeps in the sun all day long, "
+        "and the fox runs back into the forest before the farmer wakes up.")
+REWRITE = f"Repeat this text exactly.\nText: {TEXT}\nRepeated text: {TEXT}\nRepeated text:"
+
+REQUESTS = [
+    gen_body(REWRITE, max_new_tokens=40, details=True, top_n_tokens=2),
+    gen_body(REWRITE, max_new_tokens=30, details=True, do_sample=True, seed=7, temperature=0.7),
+    gen_body(REWRITE, max_new_tokens=40, details=True, stop=["sun"]),
+    gen_body("List the days of the week: Monday, Tuesday,", max_new_tokens=24, details=True,
+             repetition_penalty=1.2),
+]
+
+
+def run(server):
+    answers = [server.post("/generate", body).json() for body in REQUESTS]
+    streamed = sse_events(server.post("/generate_stream", REQUESTS[0]).content)
+    return answers, streamed, server.metrics()
+
+
+def tokens(answer):
+    return [(t["id"], t["logprob"], t.get("top_tokens")) for t in answer["details"]["tokens"]]
+
+
+def test_speculation_gives_the_outputs_of_plain_decoding():
+    with launch_server() as plain_server:
+        plain, plain_stream, _ = run(plain_server)
+    with launch_server(["--speculate", "3"]) as spec_server:
+        spec, spec_stream, metrics = run(spec_server)
+        logs = spec_server.stdout() + spec_server.stderr()
+    assert "Speculation: up to 3 n-gram tokens proposed per decode step" in logs
+    for got, want in zip(spec, plain, strict=True):
+        assert got["generated_text"] == want["generated_text"]
+        assert got["details"]["finish_reason"] == want["details"]["finish_reason"]
+        assert tokens(got) == tokens(want)
+    assert plain[2]["details"]["finish_reason"] == "stop_sequence"
+    assert plain[2]["generated_text"].endswith("sun")
+    # Streaming: one event per token, in order, the same as without speculation.
+    assert [e["token"]["id"] for e in spec_stream] == [e["token"]["id"] for e in plain_stream]
+    assert spec_stream[-1]["generated_text"] == plain_stream[-1]["generated_text"]
+    # Proposals were verified and accepted, and the summary shows the extra tokens.
+    assert metrics["tgi_speculative_accepted_tokens"] > 10
+    assert metrics["tgi_speculative_proposed_tokens"] >= metrics["tgi_speculative_accepted_tokens"]
+    assert metrics["tgi_request_skipped_tokens_sum"] == metrics["tgi_speculative_accepted_tokens"]
+
+
+def launcher(args=(), env=None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("HOSTNAME", "PORT", "MODEL_ID")}
+    full_env.update(env or {})
+    return subprocess.run([str(LAUNCHER), "--model-id", MODEL, "--port", "1", *args], env=full_env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_speculate_from_the_environment_in_the_plan_and_its_range():
+    r = launcher(["--dry-run"], env={"SPECULATE": "2"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Speculation: up to 2 n-gram tokens per decode step" in r.stdout
+    r = launcher(["--dry-run", "--json-output", "--speculate", "5"])
+    assert json.loads(r.stdout.strip().splitlines()[-1])["speculate"] == 5
+    r = launcher(["--dry-run"])
+    assert "Speculation: off" in r.stdout
+    for bad in ("-1", "65"):
+        r = launcher(env={"SPECULATE": bad})
+        assert r.returncode == 1
+        assert "`speculate` must be in 0..64" in r.stdout + r.stderr

@@ -1,0 +1,40 @@
+// Prompt-lookup proposals: the longest recurring suffix wins, its latest earlier occurrence is
+// copied, runs repeat past the end, and nothing is proposed when nothing recurs.
+#include "engine/ngram_proposer.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace lm {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+TEST(NgramProposer, ProposesNothingWhenNoSuffixRecurs) {
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 4}, 3), Ids{});
+  EXPECT_EQ(propose_ngram(Ids{7}, 3), Ids{});
+  EXPECT_EQ(propose_ngram(Ids{}, 3), Ids{});
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 1, 2}, 0), Ids{});
+}
+
+TEST(NgramProposer, TheLongestRecurringSuffixWins) {
+  // [1 2 3] recurs at 0 (then 9 2 3); the 1-gram [3] recurs later, at 5 (then 8): 3-gram first.
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3), (Ids{9, 2, 3}));
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3, /*max_ngram=*/1), (Ids{8, 1, 2}));
+}
+
+TEST(NgramProposer, CopiesTheLatestEarlierOccurrence) {
+  // [1 2] occurs at 0 (then 7) and at 3 (then 8): the latest is copied.
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 7, 1, 2, 8, 1, 2}, 3), (Ids{8, 1, 2}));
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 7, 1, 2, 8, 1, 2}, 1), (Ids{8}));
+}
+
+TEST(NgramProposer, RunsRepeatPastTheEnd) {
+  EXPECT_EQ(propose_ngram(Ids{4, 4, 4}, 5), (Ids{4, 4, 4, 4, 4}));
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 1, 2, 3}, 4), (Ids{1, 2, 3, 1}));
+  EXPECT_EQ(propose_ngram(Ids{5, 6, 5}, 4), (Ids{6, 5, 6, 5}));
+}
+
+}  // namespace
+}  // namespace lm

@@ -1,0 +1,212 @@
+// Speculative decoding through the Engine and the ModelExecutor on real checkpoints: every
+// request (greedy, penalized with top tokens, seeded sampling, stopping at EOS) gets the tokens it
+// gets without speculation, proposals are accepted, and rejected ones leave no trace, through a
+// KV pool so small that sequences are preempted. The same bits where the kernels are
+// batch-invariant (int8 activations over quantized weights, 16-bit panels); over fp32 rows the
+// same ids with close logprobs (model/speculative_rows_test.cc says why).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/run_to_completion.h"
+#include "runtime/model_executor.h"
+
+namespace lm {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kTestModels = fs::path(LM_BUILD_ROOT) / "test-models";
+
+class CollectingSink : public TokenSink {
+ public:
+  bool on_token(const TokenEvent& event) override {
+    std::lock_guard lock(mutex_);
+    tokens_.push_back(event.token);
+    if (event.finish_reason) {
+      finish_reason_ = event.finish_reason;
+      done_ = true;
+      cv_.notify_all();
+    }
+    return true;
+  }
+  void on_error(const std::string& message) override {
+    std::lock_guard lock(mutex_);
+    ADD_FAILURE() << message;
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool cancelled() const override { return false; }
+  GenerationResult wait() {
+    std::unique_lock lock(mutex_);
+    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] { return done_; }));
+    return GenerationResult{tokens_, finish_reason_.value_or(FinishReason::kStopSequence)};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::vector<SampleResult> tokens_;
+  std::optional<FinishReason> finish_reason_;
+};
+
+struct Outcome {
+  std::vector<GenerationResult> results;
+  EngineStats stats;
+};
+
+// Every request submitted at once to an Engine of its own; num_blocks > 0 shrinks the KV pool to
+// that many blocks of 4 tokens.
+Outcome generate(LlamaModel& model, const std::vector<EngineRequest>& requests, int64_t speculate,
+                 int64_t num_blocks = 0) {
+  ThreadPool pool(2);
+  EngineConfig config;
+  config.max_batch_total_tokens = 2048;
+  config.eos_token_ids = model.config().eos_token_ids;
+  config.speculate = speculate;
+  if (num_blocks > 0) {
+    config.block_size = 4;
+    config.num_blocks = num_blocks;
+  }
+  Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config));
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (const EngineRequest& request : requests) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    EXPECT_TRUE(engine.submit(request, sinks.back()).ok());
+  }
+  Outcome outcome;
+  for (const auto& sink : sinks) outcome.results.push_back(sink->wait());
+  engine.drain();
+  outcome.stats = engine.stats();
+  return outcome;
+}
+
+// A phrase repeated (the model, even a random one, tends to go on repeating), then requests of
+// every kind over it.
+std::vector<EngineRequest> requests(int64_t vocab_size) {
+  std::vector<int32_t> phrase;
+  for (int32_t id : {17, 250, 3, 99, 41, 7, 123})
+    phrase.push_back(id % static_cast<int32_t>(vocab_size));
+  auto repeated = [&](int times) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < times; ++i) ids.insert(ids.end(), phrase.begin(), phrase.end());
+    return ids;
+  };
+  std::vector<EngineRequest> out(4);
+  out[0].prompt_ids = repeated(3);
+  out[0].max_new_tokens = 40;
+  out[0].ignore_eos = true;
+  out[1].prompt_ids = repeated(2);
+  out[1].prompt_ids.push_back(5);
+  out[1].max_new_tokens = 24;
+  out[1].ignore_eos = true;
+  out[1].sampling.repetition_penalty = 1.3f;
+  out[1].sampling.top_n_tokens = 3;
+  out[2].prompt_ids = repeated(2);
+  out[2].max_new_tokens = 24;
+  out[2].ignore_eos = true;
+  out[2].sampling.do_sample = true;
+  out[2].sampling.seed = 42;
+  out[2].sampling.temperature = 0.8f;
+  out[2].sampling.top_k = 20;
+  out[3].prompt_ids = repeated(4);
+  out[3].max_new_tokens = 32;
+  return out;
+}
+
+void expect_same(const Outcome& got, const Outcome& want, bool same_bits) {
+  ASSERT_EQ(got.results.size(), want.results.size());
+  for (size_t i = 0; i < want.results.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const std::vector<SampleResult>& a = got.results[i].tokens;
+    const std::vector<SampleResult>& b = want.results[i].tokens;
+    EXPECT_EQ(got.results[i].finish_reason, want.results[i].finish_reason);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t t = 0; t < b.size(); ++t) {
+      SCOPED_TRACE("token " + std::to_string(t));
+      ASSERT_EQ(a[t].id, b[t].id);
+      if (same_bits) {
+        EXPECT_EQ(a[t].logprob, b[t].logprob);
+      } else {
+        EXPECT_NEAR(a[t].logprob, b[t].logprob, 1e-4);
+      }
+      ASSERT_EQ(a[t].top_tokens.size(), b[t].top_tokens.size());
+      for (size_t k = 0; k < b[t].top_tokens.size(); ++k) {
+        EXPECT_EQ(a[t].top_tokens[k].id, b[t].top_tokens[k].id);
+        if (same_bits) {
+          EXPECT_EQ(a[t].top_tokens[k].logprob, b[t].top_tokens[k].logprob);
+        }
+      }
+    }
+  }
+}
+
+std::unique_ptr<LlamaModel> load(const fs::path& path) {
+  auto loaded = LlamaModel::load(path.string());
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message << " (run `make fixtures-test`)";
+  return loaded.ok() ? std::move(loaded).value() : nullptr;
+}
+
+TEST(SpeculativeDecoding, QuantizedTinyModelGivesTheSameBitsAndAcceptsProposals) {
+  std::unique_ptr<LlamaModel> model = load(kTestModels / "kquant-gguf" / "model-kquants.gguf");
+  ASSERT_NE(model, nullptr);
+  model->set_int8_activations(true);
+  const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  const Outcome plain = generate(*model, reqs, 0);
+  const Outcome speculative = generate(*model, reqs, 3);
+  expect_same(speculative, plain, /*same_bits=*/true);
+  EXPECT_EQ(plain.stats.num_proposed_tokens, 0);
+  EXPECT_GT(speculative.stats.num_accepted_tokens, 0);
+  // Through preemption and recompute in a pool of 24 blocks of 4 tokens.
+  const Outcome small = generate(*model, reqs, 3, /*num_blocks=*/24);
+  expect_same(small, plain, /*same_bits=*/true);
+  EXPECT_GT(small.stats.num_preemptions, 0);
+  EXPECT_GT(small.stats.num_accepted_tokens, 0);
+}
+
+TEST(SpeculativeDecoding, HalfPanelsGiveTheSameBits) {
+  std::unique_ptr<LlamaModel> model = load(kTestModels / "llama_mha_untied");
+  ASSERT_NE(model, nullptr);
+  ThreadPool pool(2);
+  model->convert_float_weights(DType::kF16, pool);
+  model->set_int8_activations(true);
+  const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  const Outcome speculative = generate(*model, reqs, 4);
+  expect_same(speculative, generate(*model, reqs, 0), /*same_bits=*/true);
+  EXPECT_GT(speculative.stats.num_proposed_tokens, 0);
+}
+
+TEST(SpeculativeDecoding, Fp32RowsGiveTheSameTokens) {
+  std::unique_ptr<LlamaModel> model = load(kTestModels / "llama_mha_untied");
+  ASSERT_NE(model, nullptr);
+  model->set_int8_activations(false);
+  const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  expect_same(generate(*model, reqs, 3), generate(*model, reqs, 0), /*same_bits=*/false);
+}
+
+// The default model continues a repeated phrase by copying it, so proposals are accepted.
+TEST(SpeculativeDecoding, DefaultModelOnRepeatedTextGivesTheSameBitsAndAcceptsProposals) {
+  std::unique_ptr<LlamaModel> model =
+      load(fs::path(LM_REPO_ROOT) / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf");
+  ASSERT_NE(model, nullptr);
+  model->set_int8_activations(true);
+  std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  reqs.resize(3);  // greedy, penalized, sampled
+  for (EngineRequest& r : reqs) r.max_new_tokens = 32;
+  const Outcome plain = generate(*model, reqs, 0);
+  const Outcome speculative = generate(*model, reqs, 4);
+  expect_same(speculative, plain, /*same_bits=*/true);
+  EXPECT_GT(speculative.stats.num_accepted_tokens, 10);
+}
+
+}  // namespace
+}  // namespace lm
