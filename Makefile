@@ -13,7 +13,7 @@ TSAN_DIR ?= build-tsan
 TSAN_LAYERS ?= base engine server
 
 .PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean \
-	sanitize sanitize-address sanitize-thread
+	sanitize sanitize-address sanitize-thread fuzz
 
 all: build
 
@@ -61,6 +61,13 @@ sanitize-thread: fixtures-test
 	@cd $(TSAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
 	  -L '^($(subst $() ,|,$(strip $(TSAN_LAYERS))))$$'
 
+# Long fuzzing runs (scripts/fuzz/run.sh): every fuzz target under clang's libFuzzer with ASan and
+# UBSan in build-fuzz/, FUZZ_SECONDS each (`make test` runs them for seconds with g++).
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz:
+	@scripts/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # Serves the default model with TGI's API on :8080 (Ctrl-C or SIGTERM drains and exits).
 run: build
 	$(BUILD_DIR)/src/app/text-generation-launcher --model-id $(MODEL) --port 8080
@@ -79,4 +86,4 @@ format-check:
 	@git ls-files '*.h' '*.cc' | xargs -r clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) build-fuzz

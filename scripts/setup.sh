@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(build-essential cmake ccache pkg-config patch clang-format python3-venv unzip curl
   nlohmann-json3-dev libspdlog-dev libfmt-dev libpcre2-dev libicu-dev libgtest-dev libgmock-dev
   libcli11-dev libboost-dev libcurl4-openssl-dev libssl-dev)
+# `setup.sh --fuzz` (scripts/fuzz/run.sh) adds clang, whose libFuzzer and sanitizer runtimes the
+# long fuzzing runs link; `make test` builds everything, fuzz targets included, with g++.
+FUZZ_PACKAGES=(clang)
+if [ "${1:-}" = --fuzz ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -188,12 +188,17 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
 }
 
 Result<GgufFile> GgufFile::open_one(const std::string& path) {
+  LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  LM_ASSIGN_OR_RETURN(GgufFile gguf, parse(file.bytes(), path));
+  gguf.file_ = std::move(file);  // the mapping's address, and so bytes_, stays put
+  return gguf;
+}
+
+Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::string& label) {
   GgufFile gguf;
-  {
-    LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
-    gguf.file_ = std::move(file);
-  }
-  ByteReader r(gguf.file_.bytes());
+  gguf.label_ = label;
+  gguf.bytes_ = bytes;
+  ByteReader r(bytes);
   auto fail = [&](const std::string& what) { return gguf.error(what); };
   auto at = [&](const Error& e) { return gguf.error(e.message); };
 
@@ -276,9 +281,9 @@ Result<GgufFile> GgufFile::open_one(const std::string& path) {
       return bad("row length " + std::to_string(info.shape.back()) + " is not a multiple of the " +
                  std::string(dtype_name(info.dtype)) + " block size");
     }
-    auto bytes = dtype_bytes(info.dtype, elements);
-    if (!bytes) return bad("size overflows");
-    info.num_bytes = *bytes;
+    auto num_bytes = dtype_bytes(info.dtype, elements);
+    if (!num_bytes) return bad("size overflows");
+    info.num_bytes = *num_bytes;
     if (!gguf.tensor_idx_.emplace(info.name, gguf.tensors_.size()).second) {
       return fail("duplicate tensor '" + info.name + "'");
     }
@@ -286,7 +291,7 @@ Result<GgufFile> GgufFile::open_one(const std::string& path) {
   }
 
   const uint64_t data_start = (r.offset() + alignment - 1) / alignment * alignment;
-  const uint64_t file_size = gguf.file_.size();
+  const uint64_t file_size = bytes.size();
   for (GgufTensorInfo& info : gguf.tensors_) {
     if (info.offset > file_size || data_start > file_size - info.offset ||
         info.num_bytes > file_size - data_start - info.offset) {
@@ -321,9 +326,9 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 }
 
 Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
-  const MappedFile& file = info.shard_idx == 0 ? file_ : shard_files_.at(info.shard_idx - 1);
-  return Tensor{info.dtype, info.shape, const_cast<uint8_t*>(file.data() + info.offset),
-                Device::kCpu};
+  const uint8_t* data =
+      info.shard_idx == 0 ? bytes_.data() : shard_files_.at(info.shard_idx - 1).data();
+  return Tensor{info.dtype, info.shape, const_cast<uint8_t*>(data + info.offset), Device::kCpu};
 }
 
 void GgufFile::drop_pages(const void* p, size_t bytes) const {
@@ -332,7 +337,7 @@ void GgufFile::drop_pages(const void* p, size_t bytes) const {
     if (byte >= shard.data() && byte < shard.data() + shard.size())
       return shard.drop_pages(p, bytes);
   }
-  file_.drop_pages(p, bytes);
+  if (file_.data() != nullptr) file_.drop_pages(p, bytes);
 }
 
 Result<std::optional<std::string>> GgufFile::get_string(const std::string& key) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,8 +55,11 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   static Result<GgufFile> open(const std::string& path);
+  // One file's bytes, which the caller keeps alive (tests, fuzzing); `label` names them in errors
+  // and stands for path(). Tensor views point into `bytes`. Split models are not joined.
+  static Result<GgufFile> parse(std::span<const uint8_t> bytes, const std::string& label);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return label_; }
   uint32_t version() const { return version_; }
   const std::map<std::string, GgufValue>& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensor_infos() const { return tensors_; }
@@ -63,7 +67,8 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   // A view of a tensor's bytes inside the mapping.
   Tensor tensor(const GgufTensorInfo& info) const;
-  // MappedFile::drop_pages for bytes of this file's mappings (e.g. a tensor copied elsewhere).
+  // MappedFile::drop_pages for bytes of this file's mappings (e.g. a tensor copied elsewhere); a
+  // no-op for a parsed buffer, which has no mapping.
   void drop_pages(const void* p, size_t bytes) const;
 
   // Typed metadata accessors: nullopt when absent, Error when present with the wrong type.
@@ -79,7 +84,9 @@ class GgufFile {
   static Result<GgufFile> open_one(const std::string& path);
   Error error(const std::string& what) const { return Error{path() + ": " + what}; }
 
-  MappedFile file_;
+  MappedFile file_;                      // empty when parsed from caller-owned bytes
+  std::string label_;                    // the path, or parse()'s label
+  std::span<const uint8_t> bytes_;       // the first file's bytes: file_'s mapping or the caller's
   std::vector<MappedFile> shard_files_;  // a split model's other shards, in order
   uint32_t version_ = 0;
   std::map<std::string, GgufValue> metadata_;

@@ -24,22 +24,28 @@ std::optional<DType> dtype_from_name(const std::string& name) {
 }  // namespace
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  LM_ASSIGN_OR_RETURN(SafetensorsFile st, parse(file.bytes(), path));
+  st.file_ = std::move(file);  // the mapping's address, and so every tensor view, stays put
+  return st;
+}
+
+Result<SafetensorsFile> SafetensorsFile::parse(std::span<const uint8_t> bytes,
+                                               const std::string& label) {
   SafetensorsFile st;
-  {
-    LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
-    st.file_ = std::move(file);
-  }
-  auto fail = [&](const std::string& what) { return Error{path + ": " + what}; };
-  ByteReader r(st.file_.bytes());
+  st.label_ = label;
+  st.bytes_ = bytes;
+  auto fail = [&](const std::string& what) { return Error{label + ": " + what}; };
+  ByteReader r(bytes);
   auto header_len = r.read<uint64_t>();
   if (!header_len.ok())
     return fail("not a safetensors file (shorter than its 8-byte header length)");
   if (*header_len > kMaxHeaderBytes || *header_len > r.remaining()) {
     return fail("header length " + std::to_string(*header_len) + " exceeds the file");
   }
-  const auto* header_begin = reinterpret_cast<const char*>(st.file_.data() + 8);
+  const auto* header_begin = reinterpret_cast<const char*>(bytes.data() + 8);
   const uint64_t data_start = 8 + *header_len;
-  const uint64_t data_size = st.file_.size() - data_start;
+  const uint64_t data_size = bytes.size() - data_start;
 
   // Duplicate keys are invalid in a safetensors header; nlohmann keeps the last silently, so
   // watch the top-level keys as they are parsed.
@@ -59,7 +65,10 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   if (header.is_discarded() || !header.is_object()) return fail("header is not a JSON object");
   if (!duplicate.empty()) return fail("duplicate tensor '" + duplicate + "'");
 
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named, not structured bindings: clang 14 (the fuzzing build) cannot capture those.
+    const std::string& name = item.key();
+    const nlohmann::json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) { return fail("tensor '" + name + "': " + what); };
     if (!entry.is_object()) return bad("entry is not an object");
@@ -104,7 +113,7 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
                  shape_string(shape) + " of " + dtype_it->get<std::string>() + " needs " +
                  std::to_string(expected));
     }
-    void* data = const_cast<uint8_t*>(st.file_.data() + data_start + begin);
+    void* data = const_cast<uint8_t*>(bytes.data() + data_start + begin);
     st.tensors_.emplace(name, Tensor{*dtype, std::move(shape), data, Device::kCpu});
   }
   return st;

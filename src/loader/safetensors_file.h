@@ -2,7 +2,9 @@
 // shapes, offsets and duplicate names are validated against the file before any tensor is used.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 
 #include "base/mapped_file.h"
@@ -14,19 +16,27 @@ namespace lm {
 class SafetensorsFile {
  public:
   static Result<SafetensorsFile> open(const std::string& path);
+  // A file's bytes, which the caller keeps alive (tests, fuzzing); `label` names them in errors
+  // and stands for path(). Tensor views point into `bytes`.
+  static Result<SafetensorsFile> parse(std::span<const uint8_t> bytes, const std::string& label);
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return label_; }
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
-  // Whether [p, p + bytes) lies in this file's mapping, and MappedFile::drop_pages for it.
+  // Whether [p, p + bytes) lies in this file's bytes, and MappedFile::drop_pages for it (a no-op
+  // for a parsed buffer, which has no mapping).
   bool contains(const void* p, size_t bytes) const {
     const auto* first = static_cast<const uint8_t*>(p);
-    return first >= file_.data() && bytes <= file_.size() &&
-           static_cast<size_t>(first - file_.data()) <= file_.size() - bytes;
+    return first >= bytes_.data() && bytes <= bytes_.size() &&
+           static_cast<size_t>(first - bytes_.data()) <= bytes_.size() - bytes;
   }
-  void drop_pages(const void* p, size_t bytes) const { file_.drop_pages(p, bytes); }
+  void drop_pages(const void* p, size_t bytes) const {
+    if (file_.data() != nullptr) file_.drop_pages(p, bytes);
+  }
 
  private:
-  MappedFile file_;
+  MappedFile file_;  // empty when parsed from caller-owned bytes
+  std::string label_;
+  std::span<const uint8_t> bytes_;  // file_'s mapping or the caller's bytes
   std::map<std::string, Tensor> tensors_;
 };
 

@@ -307,12 +307,18 @@ const UnpicklePolicy& torch_state_dict_policy() {
 }
 
 Result<TorchCheckpoint> TorchCheckpoint::open(const std::string& path) {
+  LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
+  LM_ASSIGN_OR_RETURN(TorchCheckpoint ckpt, parse(file.bytes(), path));
+  ckpt.file_ = std::move(file);  // the mapping's address, and so every view, stays put
+  return ckpt;
+}
+
+Result<TorchCheckpoint> TorchCheckpoint::parse(std::span<const uint8_t> bytes,
+                                               const std::string& label) {
+  const std::string& path = label;
   TorchCheckpoint ckpt;
-  {
-    LM_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
-    ckpt.file_ = std::move(file);
-  }
-  const auto bytes = ckpt.file_.bytes();
+  ckpt.label_ = label;
+  ckpt.file_size_ = bytes.size();
   if (!has_zip_signature(bytes)) {
     // The legacy format is a bare pickle stream (protocol 2 opens with 0x80 0x02).
     if (bytes.size() >= 2 && bytes[0] == 0x80 && bytes[1] == 0x02) {

@@ -49,15 +49,20 @@ struct TorchTensor {
 class TorchCheckpoint {
  public:
   static Result<TorchCheckpoint> open(const std::string& path);
+  // A checkpoint's bytes, which the caller keeps alive (tests, fuzzing); `label` names them in
+  // errors and stands for path(). Tensor views point into `bytes`.
+  static Result<TorchCheckpoint> parse(std::span<const uint8_t> bytes, const std::string& label);
 
-  const std::string& path() const { return file_.path(); }
-  uint64_t file_size() const { return file_.size(); }
+  const std::string& path() const { return label_; }
+  uint64_t file_size() const { return file_size_; }
   // In the state dict's order.
   const std::vector<TorchTensor>& tensors() const { return tensors_; }
 
  private:
-  MappedFile file_;
-  ZipArchive archive_;  // views file_
+  MappedFile file_;  // empty when parsed from caller-owned bytes
+  std::string label_;
+  uint64_t file_size_ = 0;
+  ZipArchive archive_;  // views file_'s mapping or the caller's bytes
   std::vector<TorchTensor> tensors_;
 };
 

@@ -1,12 +1,10 @@
 #include "loader/weight_store.h"
 
-#include <nlohmann/json.hpp>
-#include <set>
-
 #include "base/text_file.h"
 #include "loader/gguf_file.h"
 #include "loader/quantized_checkpoint.h"
 #include "loader/safetensors_file.h"
+#include "loader/safetensors_index.h"
 
 namespace lm {
 
@@ -46,26 +44,12 @@ Result<WeightStore> WeightStore::from_hf_folder(
   const std::string single = dir + "/model.safetensors";
   const std::string index_path = dir + "/model.safetensors.index.json";
   std::vector<std::string> shard_names;
-  nlohmann::json weight_map;
+  std::optional<SafetensorsIndex> index;
   if (file_exists(index_path)) {
     LM_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path, 64ull << 20));
-    auto index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
-        !index["weight_map"].is_object()) {
-      return Error{index_path + ": not a safetensors index (needs an object \"weight_map\")"};
-    }
-    weight_map = index["weight_map"];
-    std::set<std::string> unique;
-    for (const auto& [name, file] : weight_map.items()) {
-      if (!file.is_string())
-        return Error{index_path + ": weight_map['" + name + "'] is not a file name"};
-      const auto shard = file.get<std::string>();
-      if (shard.empty() || shard.find('/') != std::string::npos ||
-          shard.find("..") != std::string::npos) {
-        return Error{index_path + ": shard name '" + shard + "' must be a plain file name"};
-      }
-      if (unique.insert(shard).second) shard_names.push_back(shard);
-    }
+    LM_ASSIGN_OR_RETURN(SafetensorsIndex parsed, parse_safetensors_index(text, index_path));
+    shard_names = parsed.shard_names;
+    index = std::move(parsed);
   } else if (file_exists(single)) {
     shard_names.push_back("model.safetensors");
   } else {
@@ -78,10 +62,9 @@ Result<WeightStore> WeightStore::from_hf_folder(
     LM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir + "/" + shard));
     auto owned = std::make_shared<SafetensorsFile>(std::move(file));
     for (const auto& [name, tensor] : owned->tensors()) {
-      if (!weight_map.is_null()) {
-        auto it = weight_map.find(name);
-        if (it == weight_map.end() || it->get<std::string>() != shard)
-          continue;  // not indexed here
+      if (index) {
+        auto it = index->weight_map.find(name);
+        if (it == index->weight_map.end() || it->second != shard) continue;  // not indexed here
       }
       if (!store.tensors_.emplace(name, tensor).second) {
         return Error{dir + ": tensor '" + name + "' appears in more than one shard"};
@@ -90,11 +73,11 @@ Result<WeightStore> WeightStore::from_hf_folder(
     store.shards_.push_back(owned);
     store.owners_.push_back(std::move(owned));
   }
-  if (!weight_map.is_null()) {
-    for (const auto& [name, shard] : weight_map.items()) {
+  if (index) {
+    for (const auto& [name, shard] : index->weight_map) {
       if (store.find(name) == nullptr) {
-        return Error{index_path + ": tensor '" + name + "' is listed for " +
-                     shard.get<std::string>() + " but that shard does not contain it"};
+        return Error{index_path + ": tensor '" + name + "' is listed for " + shard +
+                     " but that shard does not contain it"};
       }
     }
   }

@@ -100,6 +100,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
         ++n;
       }
       out += c;
+      ev.check_size(out.size());
     }
     if (count < 0 || n < count) out += to;
     ev.check_size(out.size());
@@ -179,7 +180,7 @@ std::vector<std::string> split_lines(const std::string& s, bool keepends) {
 int64_t to_int_arg(const Value* v, int64_t def) {
   if (!v || v->is_none() || v->is_undefined()) return def;
   if (v->is_int() || v->is_bool()) return v->as_int();
-  if (v->is_float()) return static_cast<int64_t>(v->as_double());
+  if (v->is_float()) return float_to_int(v->as_double());
   fail("'" + v->type_name() + "' object cannot be interpreted as an integer");
 }
 
@@ -214,7 +215,12 @@ std::string py_format(const std::string& fmt, const CallArgs& args) {
           fail("Replacement index " + std::to_string(auto_idx - 1) +
                " out of range for positional args tuple");
       } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-        const size_t idx = std::stoul(field);
+        // Leading digits, saturating: any index past the arguments is out of range.
+        size_t idx = 0;
+        for (size_t k = 0; k < field.size() && std::isdigit(static_cast<unsigned char>(field[k]));
+             ++k) {
+          idx = idx > args.positional.size() ? idx : idx * 10 + static_cast<size_t>(field[k] - '0');
+        }
         if (idx >= args.positional.size())
           fail("Replacement index " + field + " out of range for positional args tuple");
         v = &args.positional[idx];
@@ -248,7 +254,7 @@ std::string percent_format(const std::string& fmt, const List& args) {
     if (next >= args.size()) fail("not enough arguments for format string");
     const Value& v = args[next++];
     if (spec == 'd' || spec == 'i') {
-      out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int());
+      out += std::to_string(v.is_float() ? float_to_int(v.as_double()) : v.as_int());
     } else if (spec == 'r') {
       out += to_repr(v);
     } else {
@@ -269,7 +275,8 @@ Value attr_path(Evaluator& ev, const Value& item, const std::string& path) {
     if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
           return std::isdigit(static_cast<unsigned char>(c));
         })) {
-      cur = get_item(ev, cur, Value(static_cast<int64_t>(std::stoll(part))));
+      // strtoll saturates: an index too large for 64 bits is out of range like any other.
+      cur = get_item(ev, cur, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))));
     } else {
       cur = get_item(ev, cur, Value(part));
     }
@@ -628,12 +635,13 @@ Value slice_value(Evaluator& ev, const Value& obj, const Value& start, const Val
   const int64_t e = clamp(stop, step > 0 ? len : -1);
   std::string s_out;
   List l_out;
-  for (int64_t i = b; step > 0 ? i < e : i > e; i += step) {
+  for (int64_t i = b; step > 0 ? i < e : i > e;) {
     if (is_str) {
       s_out += cs[static_cast<size_t>(i)];
     } else {
       l_out.push_back(obj.list()[static_cast<size_t>(i)]);
     }
+    if (__builtin_add_overflow(i, step, &i)) break;  // a step past 64 bits leaves the sequence
   }
   ev.charge(static_cast<int64_t>(l_out.size() + s_out.size() / 64));
   return is_str ? Value(std::move(s_out)) : Value(std::move(l_out));
@@ -668,7 +676,7 @@ bool call_test(Evaluator& ev, const std::string& name, const Value& v, const Cal
   if (name == "divisibleby") {
     const int64_t d = to_int_arg(&need_arg(), 1);
     if (d == 0) fail("integer division or modulo by zero");
-    return v.as_int() % d == 0;
+    return d == -1 || v.as_int() % d == 0;  // INT64_MIN % -1 would trap
   }
   if (name == "eq" || name == "equalto" || name == "==") return values_equal(v, need_arg());
   if (name == "ne" || name == "!=") return !values_equal(v, need_arg());
@@ -707,10 +715,9 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
     if (const Value* a = args.get(0, "ensure_ascii")) o.ensure_ascii = a->truthy();
     if (const Value* a = args.get(1, "indent"); a && !a->is_none()) {
       o.has_indent = true;
-      o.indent =
-          a->is_string()
-              ? a->str()
-              : std::string(static_cast<size_t>(std::max<int64_t>(0, to_int_arg(a, 0))), ' ');
+      const int64_t width = a->is_string() ? 0 : std::max<int64_t>(0, to_int_arg(a, 0));
+      ev.check_size(static_cast<uint64_t>(width));
+      o.indent = a->is_string() ? a->str() : std::string(static_cast<size_t>(width), ' ');
       o.item_separator = ",";
     }
     if (const Value* a = args.get(2, "separators"); a && !a->is_none()) {
@@ -720,8 +727,8 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
       o.key_separator = to_str(parts[1]);
     }
     if (const Value* a = args.get(3, "sort_keys")) o.sort_keys = a->truthy();
+    o.max_bytes = ev.limits().max_output_bytes;
     std::string out = dump_json(v, o);
-    ev.check_size(out.size());
     return Value(std::move(out));
   }
   if (name == "trim") return Value(strip_chars(to_str(v), args.get(0, "chars"), true, true));
@@ -835,6 +842,7 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
     List out;
     const Value* attr = args.get(1, "attribute");
     for (const auto& x : iterate(v)) {
+      ev.charge(static_cast<int64_t>(out.size()) + 1);  // compared with every kept item
       const Value k = attr ? attr_path(ev, x, to_str(*attr)) : x;
       bool seen = false;
       for (const auto& y : out) {
@@ -883,14 +891,23 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
       if (!y.is_number() || !total.is_number())
         fail("unsupported operand type(s) for +: '" + total.type_name() + "' and '" +
              y.type_name() + "'");
-      total = (total.is_float() || y.is_float()) ? Value(total.as_double() + y.as_double())
-                                                 : Value(total.as_int() + y.as_int());
+      int64_t int_total = 0;
+      if (total.is_float() || y.is_float()) {
+        total = Value(total.as_double() + y.as_double());
+      } else if (__builtin_add_overflow(total.as_int(), y.as_int(), &int_total)) {
+        integer_overflow();
+      } else {
+        total = Value(int_total);
+      }
     }
     return total;
   }
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_double()));
-    if (v.is_number()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    if (v.is_number()) {
+      if (v.as_int() == INT64_MIN) integer_overflow();
+      return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    }
     fail("bad operand type for abs(): '" + v.type_name() + "'");
   }
   if (name == "round") {
@@ -904,14 +921,17 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
   if (name == "int") {
     const int64_t def = to_int_arg(args.get(0, "default"), 0);
     if (v.is_int() || v.is_bool()) return Value(v.as_int());
-    if (v.is_float()) return Value(static_cast<int64_t>(v.as_double()));
+    // jinja2's do_int: NaN (a ValueError) gives the default; infinity (OverflowError) raises.
+    if (v.is_float())
+      return std::isnan(v.as_double()) ? Value(def) : Value(float_to_int(v.as_double()));
     if (v.is_string()) {
       const std::string s = strip_chars(v.str(), nullptr, true, true);
       char* end = nullptr;
       const long long i = std::strtoll(s.c_str(), &end, 10);
       if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(i));
       const double d = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(d));
+      if (!s.empty() && end && *end == '\0')
+        return std::isnan(d) ? Value(def) : Value(float_to_int(d));
     }
     return Value(def);
   }
@@ -927,20 +947,25 @@ Value call_filter(Evaluator& ev, const std::string& name, const Value& v, const 
   }
   if (name == "indent") {
     const Value* w = args.get(0, "width");
+    const int64_t width = w && w->is_string() ? 0 : std::max<int64_t>(0, to_int_arg(w, 4));
+    ev.check_size(static_cast<uint64_t>(width));
     const std::string ind =
-        w && w->is_string()
-            ? w->str()
-            : std::string(static_cast<size_t>(std::max<int64_t>(0, to_int_arg(w, 4))), ' ');
+        w && w->is_string() ? w->str() : std::string(static_cast<size_t>(width), ' ');
     const Value* first_v = args.get(1, "first");
     const Value* blank_v = args.get(2, "blank");
     std::vector<std::string> lines = split_lines(to_str(v) + "\n", false);
     std::string rv;
     if (blank_v && blank_v->truthy()) {
-      for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i];
+      for (size_t i = 0; i < lines.size(); ++i) {
+        rv += (i ? "\n" + ind : "") + lines[i];
+        ev.check_size(rv.size());
+      }
     } else {
       rv = lines.empty() ? "" : lines[0];
-      for (size_t i = 1; i < lines.size(); ++i)
+      for (size_t i = 1; i < lines.size(); ++i) {
         rv += "\n" + (lines[i].empty() ? lines[i] : ind + lines[i]);
+        ev.check_size(rv.size());
+      }
     }
     if (first_v && first_v->truthy()) rv = ind + rv;
     ev.check_size(rv.size());
@@ -997,10 +1022,11 @@ void add_globals(std::unordered_map<std::string, Value>& globals) {
     }
     if (step == 0) fail("range() arg 3 must not be zero");
     List out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       if (out.size() >= 1'000'000)
         fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
       out.emplace_back(i);
+      if (__builtin_add_overflow(i, step, &i)) break;  // past 64 bits: past `stop` too
     }
     if (out.size() > 100000)
       fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");

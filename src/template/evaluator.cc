@@ -15,10 +15,34 @@ bool is_intlike(const Value& v) { return v.is_int() || v.is_bool(); }
        b.type_name() + "'");
 }
 
+// Python's a // b for b != 0; INT64_MIN // -1 does not fit.
 int64_t floor_div(int64_t a, int64_t b) {
+  if (b == -1) {
+    if (a == INT64_MIN) integer_overflow();
+    return -a;
+  }
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
+}
+
+// Python's a % b for b != 0 (the sign of b), without a - (a // b) * b, whose product can
+// overflow (INT64_MAX % -2).
+int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  const int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+// base ** exponent for exponent >= 0, by squaring (exponents may be huge for bases 0, 1, -1).
+int64_t int_pow(int64_t base, int64_t exponent) {
+  int64_t result = 1;
+  while (exponent > 0) {
+    if ((exponent & 1) && __builtin_mul_overflow(result, base, &result)) integer_overflow();
+    exponent >>= 1;
+    if (exponent > 0 && __builtin_mul_overflow(base, base, &base)) integer_overflow();
+  }
+  return result;
 }
 
 }  // namespace
@@ -213,6 +237,7 @@ void Evaluator::exec_set(const Stmt& s) {
   if (!s.name.empty()) {
     const Value target = lookup(s.targets[0]);
     if (!target.is_namespace()) fail("cannot assign attribute on non-namespace object");
+    check_storable_in_namespace(v);
     if (!s.name.empty() && s.name[0] == '_') {
       fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
            s.name + "'. Please rename the attribute.");
@@ -234,6 +259,22 @@ void Evaluator::exec_set(const Stmt& s) {
   List parts = iterate(v);
   if (parts.size() != s.targets.size()) fail("not enough values to unpack");
   for (size_t t = 0; t < s.targets.size(); ++t) assign(s.targets[t], parts[t]);
+}
+
+// NOTE: namespaces are the only values that change after they are made. Python lets one hold
+// anything, itself included; here a namespace may not hold a namespace or a function (whose
+// closure holds the frames), so values stay acyclic: a namespace holding itself would print
+// forever and never be freed. Chat templates keep counters, flags, strings and messages there.
+void Evaluator::check_storable_in_namespace(const Value& v) {
+  charge(1);
+  if (v.is_namespace() || v.is_callable()) {
+    fail("a namespace attribute cannot hold a namespace or a function");
+  }
+  if (v.is_list()) {
+    for (const Value& item : v.list()) check_storable_in_namespace(item);
+  } else if (v.is_dict()) {
+    for (const auto& entry : v.dict()) check_storable_in_namespace(entry.second);
+  }
 }
 
 Value Evaluator::make_macro(const Stmt& s) {
@@ -393,7 +434,10 @@ Value Evaluator::eval(const Expr& e) {
       const Value v = eval(*e.args[0]);
       if (e.name == "not") return Value(!v.truthy());
       if (v.is_undefined()) undefined_error(v);
-      if (is_intlike(v)) return Value(e.name == "-" ? -v.as_int() : v.as_int());
+      if (is_intlike(v)) {
+        if (e.name == "-" && v.as_int() == INT64_MIN) integer_overflow();
+        return Value(e.name == "-" ? -v.as_int() : v.as_int());
+      }
       if (v.is_float()) return Value(e.name == "-" ? -v.as_double() : v.as_double());
       fail("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
     }
@@ -436,8 +480,12 @@ Value Evaluator::eval_binary(const Expr& e) {
   if (b.is_undefined()) undefined_error(b);
   const bool both_int = is_intlike(a) && is_intlike(b);
   const bool both_num = a.is_number() && b.is_number();
+  int64_t int_result = 0;
   if (op == "+") {
-    if (both_int) return Value(a.as_int() + b.as_int());
+    if (both_int) {
+      if (__builtin_add_overflow(a.as_int(), b.as_int(), &int_result)) integer_overflow();
+      return Value(int_result);
+    }
     if (both_num) return Value(a.as_double() + b.as_double());
     if (a.is_string()) {
       if (!b.is_string()) fail("can only concatenate str (not \"" + b.type_name() + "\") to str");
@@ -458,27 +506,40 @@ Value Evaluator::eval_binary(const Expr& e) {
     unsupported("+", a, b);
   }
   if (op == "-") {
-    if (both_int) return Value(a.as_int() - b.as_int());
+    if (both_int) {
+      if (__builtin_sub_overflow(a.as_int(), b.as_int(), &int_result)) integer_overflow();
+      return Value(int_result);
+    }
     if (both_num) return Value(a.as_double() - b.as_double());
     unsupported("-", a, b);
   }
   if (op == "*") {
-    if (both_int) return Value(a.as_int() * b.as_int());
+    if (both_int) {
+      if (__builtin_mul_overflow(a.as_int(), b.as_int(), &int_result)) integer_overflow();
+      return Value(int_result);
+    }
     if (both_num) return Value(a.as_double() * b.as_double());
     const Value* seq =
         a.is_string() || a.is_list() ? &a : (b.is_string() || b.is_list() ? &b : nullptr);
     const Value* count = seq == &a ? &b : &a;
     if (seq && is_intlike(*count)) {
       const int64_t n = std::max<int64_t>(0, count->as_int());
+      // The size checks divide: a product could wrap, and an empty sequence repeated 10^18
+      // times must not spin through the repetitions.
       if (seq->is_string()) {
-        if (n > 0) check_size(seq->str().size() * static_cast<size_t>(n));
+        const size_t len = seq->str().size();
+        if (n == 0 || len == 0) return Value(std::string());
+        if (static_cast<uint64_t>(n) > limits_.max_output_bytes / len) {
+          fail("template output exceeded its size limit");
+        }
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += seq->str();
         charge(static_cast<int64_t>(out.size() / 64));
         return Value(std::move(out));
       }
-      if (n > 0 && seq->list().size() * static_cast<size_t>(n) > limits_.max_sequence)
-        fail("list is too long");
+      const size_t len = seq->list().size();
+      if (n == 0 || len == 0) return Value(List{});
+      if (static_cast<uint64_t>(n) > limits_.max_sequence / len) fail("list is too long");
       List out;
       for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq->list().begin(), seq->list().end());
       charge(static_cast<int64_t>(out.size()));
@@ -512,7 +573,7 @@ Value Evaluator::eval_binary(const Expr& e) {
     }
     if (both_int) {
       if (b.as_int() == 0) fail("integer division or modulo by zero");
-      return Value(a.as_int() - floor_div(a.as_int(), b.as_int()) * b.as_int());
+      return Value(floor_mod(a.as_int(), b.as_int()));
     }
     if (both_num) {
       if (b.as_double() == 0) fail("float modulo");
@@ -522,11 +583,7 @@ Value Evaluator::eval_binary(const Expr& e) {
     unsupported("%", a, b);
   }
   if (op == "**") {
-    if (both_int && b.as_int() >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < b.as_int() && i < 64; ++i) r *= a.as_int();
-      return Value(r);
-    }
+    if (both_int && b.as_int() >= 0) return Value(int_pow(a.as_int(), b.as_int()));
     if (both_num) return Value(std::pow(a.as_double(), b.as_double()));
     unsupported("** or pow()", a, b);
   }

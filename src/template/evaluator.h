@@ -39,6 +39,7 @@ class Evaluator {
   Flow exec(const Stmt& s);
   void exec_for(const Stmt& s, Flow& flow);
   void exec_set(const Stmt& s);
+  void check_storable_in_namespace(const Value& v);
   Value make_macro(const Stmt& s);
   Value call_macro(const Stmt& s, const std::vector<Frame>& closure, const CallArgs& args);
   std::string capture(const Body& body);

@@ -78,10 +78,14 @@ std::string json_key(const std::string& key) {
 
 void dump(std::string& out, const Value& v, const DumpOptions& o, int depth) {
   if (depth > kMaxDepth) fail("Circular reference detected");
+  if (out.size() > o.max_bytes) fail("template output exceeded its size limit");
   auto newline = [&](int level) {
     if (!o.has_indent) return;
     out += '\n';
-    for (int i = 0; i < level; ++i) out += o.indent;
+    for (int i = 0; i < level; ++i) {
+      out += o.indent;
+      if (out.size() > o.max_bytes) fail("template output exceeded its size limit");
+    }
   };
   switch (v.kind()) {
     case Value::Kind::kNone:
@@ -188,6 +192,7 @@ Value from_json(const OrderedJson& j, int depth) {
 std::string dump_json(const Value& v, const DumpOptions& options) {
   std::string out;
   dump(out, v, options, 0);
+  if (out.size() > options.max_bytes) fail("template output exceeded its size limit");
   return out;
 }
 

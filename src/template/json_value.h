@@ -2,6 +2,7 @@
 // formatting for the tojson filter as transformers defines it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "template/value.h"
@@ -15,6 +16,9 @@ struct DumpOptions {
   std::string indent;  // one level of indentation when has_indent
   std::string item_separator = ", ";
   std::string key_separator = ": ";
+  // Past this many bytes the dump stops with the evaluator's size-limit error (shared values can
+  // make a small list print as gigabytes).
+  size_t max_bytes = SIZE_MAX;
 };
 
 std::string dump_json(const Value& v, const DumpOptions& options);

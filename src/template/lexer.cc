@@ -303,8 +303,21 @@ class Lexer {
         case 'x':
         case 'u':
         case 'U': {
+          // Exactly `len` hex digits, as Python reads them (std::stoul threw past the template's
+          // end or on a non-digit, and took signs and spaces).
           const size_t len = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
-          const uint32_t cp = static_cast<uint32_t>(std::stoul(src_.substr(i, len), nullptr, 16));
+          uint32_t cp = 0;
+          for (size_t k = 0; k < len; ++k) {
+            const char h = i + k < src_.size() ? src_[i + k] : '\0';
+            if (!std::isxdigit(static_cast<unsigned char>(h))) {
+              fail(std::string("truncated \\") + e + std::string(len, 'X') + " escape");
+            }
+            cp = cp * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h))
+                                                     ? h - '0'
+                                                     : std::tolower(static_cast<unsigned char>(h)) -
+                                                           'a' + 10);
+          }
+          if (cp > 0x10FFFF) fail("illegal Unicode character");
           i += len;
           append_utf8(out, cp);
           break;

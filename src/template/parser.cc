@@ -11,6 +11,9 @@ namespace lm::jinja {
 namespace {
 
 constexpr int kMaxNesting = 200;  // deeper statement or expression nesting is refused
+// The deepest expression tree: nesting plus the links of left-associative chains (a.b.c,
+// a + b + c, x | f | g), which the evaluator and the destructors walk recursively.
+constexpr int kMaxTreeDepth = 1000;
 
 using TK = Token::Kind;
 
@@ -26,11 +29,26 @@ class Parser {
 
  private:
   struct DepthGuard {
-    explicit DepthGuard(int& depth) : depth_(depth) {
-      if (++depth_ > kMaxNesting) fail("template nesting is too deep");
+    explicit DepthGuard(Parser& p) : parser_(p) {
+      ++parser_.tree_depth_;
+      if (++parser_.depth_ > kMaxNesting) fail("template nesting is too deep");
     }
-    ~DepthGuard() { --depth_; }
-    int& depth_;
+    ~DepthGuard() {
+      --parser_.depth_;
+      --parser_.tree_depth_;
+    }
+    Parser& parser_;
+  };
+  // One per loop that grows a chain: each link() deepens the tree by one level until it returns.
+  struct ChainGuard {
+    explicit ChainGuard(Parser& p) : parser_(p) {}
+    ~ChainGuard() { parser_.tree_depth_ -= links_; }
+    void link() {
+      ++links_;
+      if (++parser_.tree_depth_ > kMaxTreeDepth) fail("template expression is too deeply nested");
+    }
+    Parser& parser_;
+    int links_ = 0;
   };
 
   const Token& cur() const { return tokens_[pos_]; }
@@ -81,7 +99,7 @@ class Parser {
 
   // Parses until a {% tag %} whose keyword is in `ends`; stops with that keyword current.
   Body parse_statements(const std::set<std::string>& ends) {
-    DepthGuard guard(depth_);
+    DepthGuard guard(*this);
     Body body;
     while (true) {
       const Token& t = cur();
@@ -257,8 +275,10 @@ class Parser {
     auto node = std::make_unique<Expr>();
     node->kind = Expr::Kind::kLiteral;
     bool first = true;
+    ChainGuard chain(*this);
     while ((first && !leading_bar) || skip_op("|")) {
       first = false;
+      chain.link();
       node = parse_filter(std::move(node));
     }
     return node;
@@ -286,10 +306,12 @@ class Parser {
   }
 
   ExprPtr parse_expression(bool with_condexpr = true) {
-    DepthGuard guard(depth_);
+    DepthGuard guard(*this);
     ExprPtr expr = parse_or();
     if (!with_condexpr) return expr;
+    ChainGuard chain(*this);
     while (skip_name("if")) {
+      chain.link();
       auto c = make(Expr::Kind::kCondition, cur().line);
       ExprPtr cond = parse_or();
       ExprPtr otherwise;
@@ -312,16 +334,24 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr left = parse_and();
-    while (skip_name("or")) left = binary("or", std::move(left), parse_and());
+    ChainGuard chain(*this);
+    while (skip_name("or")) {
+      chain.link();
+      left = binary("or", std::move(left), parse_and());
+    }
     return left;
   }
   ExprPtr parse_and() {
     ExprPtr left = parse_not();
-    while (skip_name("and")) left = binary("and", std::move(left), parse_not());
+    ChainGuard chain(*this);
+    while (skip_name("and")) {
+      chain.link();
+      left = binary("and", std::move(left), parse_not());
+    }
     return left;
   }
   ExprPtr parse_not() {
-    DepthGuard guard(depth_);
+    DepthGuard guard(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::kUnary, cur().line);
       advance();
@@ -362,7 +392,9 @@ class Parser {
   }
   ExprPtr parse_math1() {
     ExprPtr left = parse_concat();
+    ChainGuard chain(*this);
     while (is_op("+") || is_op("-")) {
+      chain.link();
       std::string op = cur().text;
       advance();
       left = binary(op, std::move(left), parse_concat());
@@ -371,12 +403,18 @@ class Parser {
   }
   ExprPtr parse_concat() {
     ExprPtr left = parse_math2();
-    while (skip_op("~")) left = binary("~", std::move(left), parse_math2());
+    ChainGuard chain(*this);
+    while (skip_op("~")) {
+      chain.link();
+      left = binary("~", std::move(left), parse_math2());
+    }
     return left;
   }
   ExprPtr parse_math2() {
     ExprPtr left = parse_pow();
+    ChainGuard chain(*this);
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain.link();
       std::string op = cur().text;
       advance();
       left = binary(op, std::move(left), parse_pow());
@@ -385,11 +423,15 @@ class Parser {
   }
   ExprPtr parse_pow() {
     ExprPtr left = parse_unary();
-    while (skip_op("**")) left = binary("**", std::move(left), parse_unary());
+    ChainGuard chain(*this);
+    while (skip_op("**")) {
+      chain.link();
+      left = binary("**", std::move(left), parse_unary());
+    }
     return left;
   }
   ExprPtr parse_unary(bool with_filter = true) {
-    DepthGuard guard(depth_);
+    DepthGuard guard(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       node = make(Expr::Kind::kUnary, cur().line);
@@ -476,7 +518,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    ChainGuard chain(*this);
     while (true) {
+      chain.link();
       if (is_op(".")) {
         advance();
         auto e = make(Expr::Kind::kGetAttr, node->line);
@@ -569,7 +613,9 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    ChainGuard chain(*this);
     while (true) {
+      chain.link();
       if (skip_op("|")) {
         node = parse_filter(std::move(node));
       } else if (is_name("is")) {
@@ -598,7 +644,8 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
-  int depth_ = 0;
+  int depth_ = 0;       // statement and expression nesting
+  int tree_depth_ = 0;  // nesting plus the chain links being extended
 };
 
 }  // namespace

@@ -1,11 +1,34 @@
 // Python semantics for template values: truthiness, str/repr, equality and ordering.
 #include "template/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 namespace lm::jinja {
+
+int64_t float_to_int(double d) {
+  if (std::isnan(d)) fail("cannot convert float NaN to integer");
+  if (std::isinf(d)) fail("cannot convert float infinity to integer");
+  // [-2^63, 2^63): the doubles whose truncation fits (2^63 itself does not).
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) integer_overflow();
+  return static_cast<int64_t>(d);
+}
+
+int Value::depth_over(const List& items) {
+  int deepest = 0;
+  for (const Value& v : items) deepest = std::max(deepest, v.depth_);
+  if (deepest >= kMaxValueDepth) fail("values nest deeper than " + std::to_string(kMaxValueDepth));
+  return deepest + 1;
+}
+
+int Value::depth_over(const Dict& items) {
+  int deepest = 0;
+  for (const auto& entry : items) deepest = std::max(deepest, entry.second.depth_);
+  if (deepest >= kMaxValueDepth) fail("values nest deeper than " + std::to_string(kMaxValueDepth));
+  return deepest + 1;
+}
 
 const Value* CallArgs::find(const std::string& name) const {
   for (const auto& [k, v] : keyword) {

@@ -19,9 +19,19 @@ class TemplateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 [[noreturn]] inline void fail(const std::string& message) { throw TemplateError(message); }
+// Python ints are unbounded, ours are 64-bit: a result that does not fit is this error, never a
+// wrapped (undefined) value.
+[[noreturn]] inline void integer_overflow() {
+  fail("integer overflow: the result does not fit in 64 bits");
+}
+// int(x) for a float x: NaN and infinities raise as in Python, and so do values outside 64 bits.
+int64_t float_to_int(double d);
 
 class Value;
 using List = std::vector<Value>;
+// Lists and dicts nest at most this deep (JSON input stops at 256): printing, comparing and
+// freeing a value recurse through it.
+inline constexpr int kMaxValueDepth = 1000;
 using Dict = std::vector<std::pair<std::string, Value>>;  // insertion-ordered, like Python dicts
 
 struct CallArgs {
@@ -65,8 +75,10 @@ class Value {
   Value(double v) : kind_(Kind::kFloat), float_(v) {}                 // NOLINT
   Value(std::string s) : kind_(Kind::kString), str_(std::move(s)) {}  // NOLINT
   Value(const char* s) : kind_(Kind::kString), str_(s) {}             // NOLINT
-  Value(List l) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(l))) {}  // NOLINT
-  Value(Dict d) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(d))) {}  // NOLINT
+  Value(List l)                                                       // NOLINT: implicit by design
+      : kind_(Kind::kList), depth_(depth_over(l)), list_(std::make_shared<List>(std::move(l))) {}
+  Value(Dict d)  // NOLINT: implicit by design
+      : kind_(Kind::kDict), depth_(depth_over(d)), dict_(std::make_shared<Dict>(std::move(d))) {}
   Value(Callable c)
       : kind_(Kind::kCallable), callable_(std::make_shared<Callable>(std::move(c))) {}  // NOLINT
   static Value make_namespace(Dict attrs) {
@@ -122,8 +134,14 @@ class Value {
 
  private:
   explicit Value(Kind k) : kind_(k) {}
+  // 1 + the deepest element; TemplateError past kMaxValueDepth.
+  static int depth_over(const List& items);
+  static int depth_over(const Dict& items);
 
   Kind kind_ = Kind::kUndefined;
+  // Nesting of lists, dicts and namespaces (0 for other values) when this value was made: a
+  // namespace changes later, but never to hold a namespace (Evaluator::exec_set).
+  int depth_ = 0;
   bool generator_ = false;
   bool markup_ = false;
   int64_t int_ = 0;

@@ -24,7 +24,12 @@ char32_t last_char(std::string_view s) {
 
 AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens, bool normalized_pass) {
   for (const AddedToken& token : tokens) {
-    if (token.normalized == normalized_pass && !token.content.empty()) tokens_.push_back(token);
+    // A token that is not valid UTF-8 (only a hostile GGUF vocabulary has one) could match inside
+    // a character and cut the text into invalid UTF-8, which the regexes must never see.
+    if (token.normalized == normalized_pass && !token.content.empty() &&
+        is_valid_utf8(token.content)) {
+      tokens_.push_back(token);
+    }
   }
   std::stable_sort(tokens_.begin(), tokens_.end(), [](const AddedToken& a, const AddedToken& b) {
     return a.content.size() > b.content.size();

@@ -3,6 +3,7 @@
 // with GgufFile's accessors (the GgufMetadata concept) and the tokenizer never includes loader/.
 #pragma once
 
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -71,7 +72,15 @@ Result<GgufVocab> read_gguf_vocab(const M& gguf) {
   LM_ASSIGN_OR_RETURN(auto scores, read_per_token(gguf, "tokenizer.ggml.scores", n));
   vocab.scores.assign(scores.begin(), scores.end());
   LM_ASSIGN_OR_RETURN(auto types, read_per_token(gguf, "tokenizer.ggml.token_type", n));
-  for (double t : types) vocab.token_types.push_back(static_cast<int32_t>(t));
+  for (double t : types) {
+    // Stored as int32; a fraction, NaN or a value past 32 bits is no type (and casting it would
+    // be undefined behaviour).
+    if (!(t >= -2147483648.0 && t <= 2147483647.0) || t != std::trunc(t)) {
+      return Error{path + ": tokenizer.ggml.token_type holds " + std::to_string(t) +
+                   ", which is not a token type"};
+    }
+    vocab.token_types.push_back(static_cast<int32_t>(t));
+  }
   LM_ASSIGN_OR_RETURN(vocab.merges, gguf.get_string_array("tokenizer.ggml.merges"));
 
   LM_RETURN_IF_ERROR(read_optional_id(gguf, "tokenizer.ggml.bos_token_id", n, &vocab.bos_id));

@@ -62,6 +62,13 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
     const int rc = pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, state.data,
                                state.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
+    // A pattern that backtracks past PCRE2's match, depth, heap or JIT stack limit on this text
+    // (a hostile tokenizer.json's, e.g. "(a|aa)+$"): the rest of the text is left unmatched, so
+    // the request still tokenizes (validly, though not as HF would) instead of failing a CHECK.
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+        rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      break;
+    }
     LM_CHECK_MSG(rc >= 0, "pcre2_match failed on valid UTF-8 input");
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
     size_t begin = ovector[0], end = ovector[1];

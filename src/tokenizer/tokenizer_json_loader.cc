@@ -187,6 +187,8 @@ Result<std::unique_ptr<PreTokenizer>> read_pre_tokenizer(const Json& value,
   }
   if (type == "Metaspace") {
     LM_ASSIGN_OR_RETURN(std::string replacement, f.string("replacement"));
+    // HF's replacement is one character; an empty one would split the text at offset 0 forever.
+    if (replacement.empty()) return Error{f.where("replacement") + " must not be empty"};
     LM_ASSIGN_OR_RETURN(bool split, f.boolean("split", true));
     LM_ASSIGN_OR_RETURN(auto scheme, f.optional_string("prepend_scheme"));
     LM_ASSIGN_OR_RETURN(bool add_prefix_space, f.boolean("add_prefix_space", true));

@@ -67,6 +67,25 @@ std::string open_error(const std::vector<uint8_t>& bytes) {
   return r.error().message;
 }
 
+// The in-memory entry point (tests, fuzzing) reads exactly what open() reads, with views into
+// the caller's bytes and its label in errors.
+TEST(GgufFile, ParsesCallerOwnedBytes) {
+  const std::vector<uint8_t> bytes = make_gguf({});
+  auto gguf = GgufFile::parse(bytes, "in-memory.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.error().message;
+  EXPECT_EQ(gguf->path(), "in-memory.gguf");
+  const GgufTensorInfo* a = gguf->find_tensor("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(gguf->tensor(*a).data, bytes.data() + a->offset);
+  EXPECT_EQ(gguf->tensor(*a).as<float>()[7], 7.0f);
+  gguf->drop_pages(bytes.data(), bytes.size());  // no mapping: nothing to drop, no failure
+  GgufSpec truncated;
+  truncated.truncate_data = true;
+  auto bad = GgufFile::parse(make_gguf(truncated), "in-memory.gguf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("in-memory.gguf: ", 0), 0u) << bad.error().message;
+}
+
 TEST(GgufFile, ReadsValidFile) {
   TempFile f(make_gguf({}), ".gguf");
   auto gguf = GgufFile::open(f.path());

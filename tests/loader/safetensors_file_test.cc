@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "loader/safetensors_index.h"
 #include "loader/weight_store.h"
 #include "test_files.h"
 
@@ -43,6 +44,37 @@ TEST(SafetensorsFile, ReadsValidFile) {
   EXPECT_EQ(w.shape, (Shape{2, 2}));
   EXPECT_EQ(static_cast<const uint8_t*>(w.data)[1], 1);
   EXPECT_EQ(st->tensors().at("h").dtype, DType::kBF16);
+}
+
+// The in-memory entry points (tests, fuzzing): the same checks, views into the caller's bytes.
+TEST(SafetensorsFile, ParsesCallerOwnedBytesAndIndexText) {
+  const std::vector<uint8_t> bytes =
+      make_safetensors(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  auto st = SafetensorsFile::parse(bytes, "in-memory.safetensors");
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(st->path(), "in-memory.safetensors");
+  const Tensor& w = st->tensors().at("w");
+  EXPECT_TRUE(st->contains(w.data, 8));
+  EXPECT_FALSE(st->contains(w.data, 9));
+  st->drop_pages(w.data, 8);  // no mapping: nothing to drop, no failure
+  auto bad = SafetensorsFile::parse(
+      make_safetensors(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4), "mem");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("mem: ", 0), 0u) << bad.error().message;
+
+  auto index = parse_safetensors_index(
+      R"({"weight_map": {"b": "s2.safetensors", "a": "s1.safetensors", "c": "s2.safetensors"}})",
+      "index.json");
+  ASSERT_TRUE(index.ok()) << index.error().message;
+  EXPECT_EQ(index->shard_names, (std::vector<std::string>{"s1.safetensors", "s2.safetensors"}));
+  EXPECT_EQ(index->weight_map.at("c"), "s2.safetensors");
+  for (const char* hostile :
+       {R"([1])", R"({"weight_map": []})", R"({"weight_map": {"a": 1}})",
+        R"({"weight_map": {"a": "../x"}})", R"({"weight_map": {"a": ""}})", "{"}) {
+    auto r = parse_safetensors_index(hostile, "index.json");
+    ASSERT_FALSE(r.ok()) << hostile;
+    EXPECT_EQ(r.error().message.rfind("index.json: ", 0), 0u) << r.error().message;
+  }
 }
 
 TEST(SafetensorsFile, RejectsHostileFiles) {

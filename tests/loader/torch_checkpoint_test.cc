@@ -68,6 +68,28 @@ TEST(TorchCheckpoint, ReadsEveryDTypeFromTorchSave) {
   EXPECT_EQ(i8[2], 127);
 }
 
+// The in-memory entry point (tests, fuzzing): the same tensors, views into the caller's bytes.
+TEST(TorchCheckpoint, ParsesCallerOwnedBytes) {
+  auto file = MappedFile::open(kFixtures + "/dtypes/pytorch_model.bin");
+  ASSERT_TRUE(file.ok());
+  auto opened = TorchCheckpoint::open(kFixtures + "/dtypes/pytorch_model.bin");
+  auto parsed = TorchCheckpoint::parse(file->bytes(), "in-memory.bin");
+  ASSERT_TRUE(opened.ok() && parsed.ok());
+  EXPECT_EQ(parsed->path(), "in-memory.bin");
+  EXPECT_EQ(parsed->file_size(), file->size());
+  ASSERT_EQ(parsed->tensors().size(), opened->tensors().size());
+  for (size_t i = 0; i < parsed->tensors().size(); ++i) {
+    const TorchTensor& t = parsed->tensors()[i];
+    EXPECT_EQ(t.name, opened->tensors()[i].name);
+    EXPECT_TRUE(t.storage.data() >= file->data() &&
+                t.storage.data() + t.storage.size() <= file->data() + file->size());
+  }
+  const std::vector<uint8_t> not_zip = {0x80, 0x02, '.'};
+  auto legacy = TorchCheckpoint::parse(not_zip, "in-memory.bin");
+  ASSERT_FALSE(legacy.ok());
+  EXPECT_EQ(legacy.error().message.rfind("in-memory.bin: ", 0), 0u);
+}
+
 TEST(TorchCheckpoint, ReadsSharedAndStridedViews) {
   auto ckpt = TorchCheckpoint::open(kFixtures + "/views/pytorch_model.bin");
   ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;

@@ -64,6 +64,24 @@ TEST(ChatTemplateUnit, SyntaxErrorsFailCompile) {
   EXPECT_FALSE(ChatTemplate::compile("{{ 'unterminated }}").ok());
 }
 
+// \x, \u and \U escapes take exactly 2, 4 and 8 hex digits; a short or bad one used to throw
+// std::invalid_argument out of compile (a crash; found by reading the lexer while writing
+// tests/fuzz/chat_template_fuzz.cc).
+TEST(ChatTemplateUnit, StringEscapesNeedTheirHexDigits) {
+  auto good = render(R"({{ '\x41\u00e9\U0001F600' }})");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(*good, "A\u00e9\U0001F600");
+  for (const char* bad :
+       {R"({{ '\xZZ' }})", R"({{ '\u12' }})", R"({{ '\x)", R"({{ '\U+0000041' }})"}) {
+    auto tpl = ChatTemplate::compile(bad);
+    ASSERT_FALSE(tpl.ok()) << bad;
+    EXPECT_NE(tpl.error().message.find("truncated"), std::string::npos) << tpl.error().message;
+  }
+  auto huge = ChatTemplate::compile(R"({{ '\UFFFFFFFF' }})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().message, "illegal Unicode character");
+}
+
 TEST(ChatTemplateUnit, RuntimeErrorsCarryJinjaMessages) {
   auto raised = render("{{ raise_exception('Conversation roles must alternate') }}");
   ASSERT_FALSE(raised.ok());
@@ -99,6 +117,100 @@ TEST(ChatTemplateUnit, HostileTemplatesAreBounded) {
   ASSERT_FALSE(repeat.ok());
   EXPECT_FALSE(ChatTemplate::compile("{{ " + std::string(100000, '(') + "1 }}").ok());
   EXPECT_FALSE(ChatTemplate::compile("{{ " + std::string(300000, '-') + "1 }}").ok());
+}
+
+// Found by reading the interpreter while writing tests/fuzz/chat_template_fuzz.cc: 64-bit integer
+// edges, float-to-int conversions, and sizes computed by multiplication. Each was undefined
+// behaviour, a trap (INT64_MIN // -1), an uncaught C++ exception (std::length_error,
+// std::out_of_range) or an unbounded loop; each is now a value jinja2 would give or an error.
+TEST(ChatTemplateUnit, IntegerAndSizeEdgesAreErrorsOrValues) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"{{ " + min + " % -1 }}|{{ 9223372036854775807 % -2 }}|{{ " + min + " % 3 }}", "0|-1|1"},
+      {"{{ " + min + " is divisibleby(-1) }}", "True"},
+      {"{{ 7 // -1 }}|{{ -7 // 2 }}|{{ -7 % 3 }}", "-7|-4|2"},
+      {"{{ (-1) ** 65 }}|{{ 2 ** 62 }}|{{ 1 ** 1000000000000 }}|{{ 0 ** 0 }}",
+       "-1|4611686018427387904|1|1"},
+      {"{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|{{ 'ab' * 2 }}", "|[]|abab"},
+      {"{{ 'abc'[1::9223372036854775807] }}|{{ 'abc'[::-9223372036854775807] }}", "b|c"},
+      {"{{ range(9223372036854775800, 9223372036854775807, 5)|list }}",
+       "[9223372036854775800, 9223372036854775805]"},
+      {"{{ 'nan'|float|int }}|{{ 'x'|int(7) }}|{{ 2.9|int }}", "0|7|2"},
+      {"{{ [[1]]|map(attribute='99999999999999999999')|list|length }}", "1"},
+  };
+  for (const auto& [source, want] : values) {
+    auto got = render(source);
+    ASSERT_TRUE(got.ok()) << source << ": " << got.error().message;
+    EXPECT_EQ(*got, want) << source;
+  }
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"{{ 9223372036854775807 + 1 }}", "integer overflow"},
+      {"{{ " + min + " - 1 }}", "integer overflow"},
+      {"{{ 4294967296 * 4294967296 }}", "integer overflow"},
+      {"{{ -" + min + " }}", "integer overflow"},
+      {"{{ " + min + " // -1 }}", "integer overflow"},
+      {"{{ 2 ** 64 }}", "integer overflow"},
+      {"{{ [9223372036854775807, 1]|sum }}", "integer overflow"},
+      {"{{ " + min + "|abs }}", "integer overflow"},
+      {"{{ '1e300'|float|int }}", "integer overflow"},
+      {"{{ 'inf'|float|int }}", "cannot convert float infinity to integer"},
+      {"{{ 'abc'[:'1e300'|float] }}", "integer overflow"},
+      {"{{ '%d'|format('1e300'|float) }}", "integer overflow"},
+      {"{{ 'ab' * 9223372036854775807 }}", "size limit"},
+      {"{{ [1, 2] * 9223372036854775807 }}", "list is too long"},
+      {"{{ 'x'|indent(9223372036854775807) }}", "size limit"},
+      {"{{ [[1]]|tojson(indent=9223372036854775807) }}", "size limit"},
+      {"{{ '{99999999999999999999999}'.format(1) }}", "out of range"},
+  };
+  for (const auto& [source, want] : errors) {
+    auto got = render(source);
+    ASSERT_FALSE(got.ok()) << source << " rendered " << *got;
+    EXPECT_NE(got.error().message.find(want), std::string::npos)
+        << source << ": " << got.error().message;
+  }
+}
+
+// Recursion the evaluator, printing and freeing would do over unbounded depths (found by reading
+// the interpreter while writing tests/fuzz/chat_template_fuzz.cc): long left-associative chains
+// made trees as deep as the template was long, a loop could wrap a list in itself thousands of
+// times, and a namespace could be stored inside itself (a cycle: printed forever, never freed).
+TEST(ChatTemplateUnit, ExpressionAndValueDepthsAreBounded) {
+  std::string attrs = "{{ a";
+  for (int i = 0; i < 3000; ++i) attrs += ".b";
+  auto deep_attrs = ChatTemplate::compile(attrs + " }}");
+  ASSERT_FALSE(deep_attrs.ok());
+  EXPECT_NE(deep_attrs.error().message.find("too deeply nested"), std::string::npos)
+      << deep_attrs.error().message;
+  std::string sum = "{{ 1";
+  for (int i = 0; i < 3000; ++i) sum += " + 1";
+  EXPECT_FALSE(ChatTemplate::compile(sum + " }}").ok());
+  std::string concat = "{{ 'x'";
+  for (int i = 0; i < 300; ++i) concat += " ~ 'x'";
+  auto long_chain = render(concat + " }}");
+  ASSERT_TRUE(long_chain.ok()) << long_chain.error().message;
+  EXPECT_EQ(*long_chain, std::string(301, 'x'));
+
+  auto wrapped = render(
+      "{% set ns = namespace(x=1) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x }}");
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_NE(wrapped.error().message.find("values nest deeper than 1000"), std::string::npos)
+      << wrapped.error().message;
+  for (const char* cycle : {"{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}",
+                            "{% set ns = namespace() %}{% set ns.l = [1, {'a': [ns]}] %}{{ ns }}",
+                            "{% macro m() %}{% set ns.c = caller %}{% endmacro %}"
+                            "{% set ns = namespace() %}{% call m() %}x{% endcall %}"}) {
+    auto got = render(cycle);
+    ASSERT_FALSE(got.ok()) << cycle;
+    EXPECT_NE(got.error().message.find("cannot hold a namespace or a function"), std::string::npos)
+        << got.error().message;
+  }
+  auto grows = render(
+      "{% set ns = namespace(a=[], d={}) %}{% for m in messages %}{% set ns.a = ns.a + [m] %}"
+      "{% endfor %}{% set ns.d = {'n': ns.a|length} %}{{ ns.a|map(attribute='role')|join(',') }} "
+      "{{ ns.d.n }}");
+  ASSERT_TRUE(grows.ok()) << grows.error().message;
+  EXPECT_EQ(*grows, "user,assistant 2");
 }
 
 TEST(ChatTemplateUnit, ToolsAndExtraContext) {

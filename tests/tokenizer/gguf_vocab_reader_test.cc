@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <variant>
 
@@ -111,6 +112,18 @@ TEST(GgufVocabReader, RejectsPerTokenArraysOfAnotherLength) {
   FakeMetadata m = three_tokens();
   m.values["tokenizer.ggml.token_type"] = std::vector<double>{1, 1};
   EXPECT_EQ(error_of(m), "fake.gguf: tokenizer.ggml.token_type has 2 entries for 3 tokens");
+}
+
+// A token type that is no int32 (a float array in a hostile GGUF) was cast to int32_t, undefined
+// behaviour for NaN and values past 32 bits (found by reading while writing
+// tests/fuzz/gguf_fuzz.cc, whose UBSan build would flag it).
+TEST(GgufVocabReader, RejectsTokenTypesThatAreNotInt32) {
+  for (double bad : {1e10, -3e9, 0.5, std::nan("")}) {
+    FakeMetadata m = three_tokens();
+    m.values["tokenizer.ggml.token_type"] = std::vector<double>{1, bad, 1};
+    EXPECT_NE(error_of(m).find("fake.gguf: tokenizer.ggml.token_type holds"), std::string::npos)
+        << bad << ": " << error_of(m);
+  }
 }
 
 TEST(GgufVocabReader, RejectsIdsOutsideVocab) {

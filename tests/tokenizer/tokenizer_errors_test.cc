@@ -44,6 +44,54 @@ TEST(TokenizerJsonErrors, MergeWithUnknownToken) {
   EXPECT_NE(e2.find("makes 'ab'"), std::string::npos) << e2;
 }
 
+// An empty Metaspace replacement made the pre-tokenizer split at offset 0 forever (found by
+// reading while writing tests/fuzz/tokenizer_json_fuzz.cc): HF's replacement is one character.
+TEST(TokenizerJsonErrors, EmptyMetaspaceReplacement) {
+  Json j = bpe_json({"a"}, {});
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", ""}, {"prepend_scheme", "always"}};
+  const std::string e = error_of(j);
+  EXPECT_NE(e.find("pre_tokenizer.replacement must not be empty"), std::string::npos) << e;
+}
+
+// A catastrophically backtracking pre-tokenizer regex ran into PCRE2's match limit and failed a
+// CHECK (an abort of the server on a request's text; found by reading while writing
+// tests/fuzz/tokenizer_json_fuzz.cc); the unmatched rest is now one piece.
+TEST(TokenizerJsonErrors, BacktrackingRegexHitsTheMatchLimitWithoutAborting) {
+  Json j = bpe_json({"a", "b"}, {});
+  j["pre_tokenizer"] = {{"type", "Split"},
+                        {"pattern", {{"Regex", "(a|aa)+$"}}},
+                        {"behavior", "Isolated"},
+                        {"invert", false}};
+  auto tok = load(j);
+  ASSERT_NE(tok, nullptr);
+  // Fibonacci(40) ways to split the a's before "$" fails at the b: past the 10^7 match limit.
+  const std::string text = std::string(40, 'a') + "b";
+  std::vector<int32_t> want(40, 0);
+  want.push_back(1);
+  EXPECT_EQ(tok->encode(text, /*add_special_tokens=*/false), want);
+}
+
+// A GGUF control token holding a lone UTF-8 lead byte matched the start of a character and cut
+// the text into invalid UTF-8 for the pre-tokenizer's regex (run without UTF checks); found by
+// reading while writing tests/fuzz/gguf_fuzz.cc. Such a token is now never matched in text.
+TEST(TokenizerJsonErrors, GgufTokenThatIsNotUtf8NeverSplitsACharacter) {
+  GgufVocab vocab;
+  vocab.model = "gpt2";
+  vocab.pre = "gpt-2";
+  vocab.tokens = byte_alphabet();
+  vocab.token_types.assign(vocab.tokens.size(), 1);
+  vocab.tokens.push_back("\xE2");
+  vocab.token_types.push_back(3);
+  auto tok = Tokenizer::from_gguf_vocab(vocab);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  const std::string text =
+      "a\xE2\x80\x94"
+      "b";  // "a—b"
+  const std::vector<int32_t> ids = (*tok)->encode(text, /*add_special_tokens=*/false);
+  EXPECT_EQ(ids, (std::vector<int32_t>{'a', 0xE2, 0x80, 0x94, 'b'}));
+  EXPECT_EQ((*tok)->decode(ids, false), text);
+}
+
 TEST(TokenizerJsonErrors, WrongJsonTypes) {
   Json vocab_array = bpe_json({"a"}, {});
   vocab_array["model"]["vocab"] = Json::array({"a"});
