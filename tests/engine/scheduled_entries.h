@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <tuple>
 #include <vector>
 
 #include "base/result.h"
 #include "engine/engine_request.h"
+#include "engine/sampled_token.h"
 #include "engine/scheduled_batch.h"
 
 namespace lm::testing_helpers {
@@ -36,6 +38,17 @@ inline EngineRequest request(int64_t prompt_len, int64_t max_new_tokens, int32_t
     r.prompt_ids.push_back(first_id + static_cast<int32_t>(i));
   r.max_new_tokens = max_new_tokens;
   return r;
+}
+
+// The executor's samples of a step: one token id per sampling entry, in batch order.
+inline std::vector<SampleResult> samples(std::initializer_list<int32_t> ids) {
+  std::vector<SampleResult> out;
+  for (int32_t id : ids) {
+    SampleResult r;
+    r.id = id;
+    out.push_back(r);
+  }
+  return out;
 }
 
 }  // namespace lm::testing_helpers

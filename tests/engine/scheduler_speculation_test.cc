@@ -16,18 +16,9 @@ namespace {
 
 using testing_helpers::entries;
 using testing_helpers::Entry;
+using testing_helpers::samples;
 using testing_helpers::tables;
 using Ids = std::vector<int32_t>;
-
-std::vector<SampleResult> samples(std::initializer_list<int32_t> ids) {
-  std::vector<SampleResult> out;
-  for (int32_t id : ids) {
-    SampleResult r;
-    r.id = id;
-    out.push_back(r);
-  }
-  return out;
-}
 
 EngineConfig config(int64_t num_blocks = 64, int64_t speculate = 3) {
   EngineConfig c;

@@ -17,17 +17,8 @@ namespace {
 using testing_helpers::entries;
 using testing_helpers::Entry;
 using testing_helpers::request;
+using testing_helpers::samples;
 using testing_helpers::tables;
-
-std::vector<SampleResult> samples(std::initializer_list<int32_t> ids) {
-  std::vector<SampleResult> out;
-  for (int32_t id : ids) {
-    SampleResult r;
-    r.id = id;
-    out.push_back(r);
-  }
-  return out;
-}
 
 EngineConfig config(int64_t prefill_tokens, int64_t total_tokens, int64_t num_blocks = 64) {
   EngineConfig c;

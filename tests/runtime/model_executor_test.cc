@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../tokenizer/tiny_vocab.h"
+#include "collecting_sink.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "grammar/grammar_compiler.h"
@@ -32,42 +33,7 @@ namespace {
 
 const std::string kModelPath = std::string(LM_BUILD_ROOT) + "/test-models/llama_mha_untied";
 
-class CollectingSink : public TokenSink {
- public:
-  bool on_token(const TokenEvent& event) override {
-    std::lock_guard lock(mutex_);
-    tokens_.push_back(event.token);
-    if (event.finish_reason) {
-      finish_reason_ = event.finish_reason;
-      done_ = true;
-      cv_.notify_all();
-    }
-    return true;
-  }
-  void on_error(const std::string& message) override {
-    std::lock_guard lock(mutex_);
-    error_ = message;
-    done_ = true;
-    cv_.notify_all();
-  }
-  bool cancelled() const override { return false; }
-
-  // The finished result, or an error message as the failure.
-  GenerationResult wait() {
-    std::unique_lock lock(mutex_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done_; }));
-    EXPECT_EQ(error_, "");
-    return GenerationResult{tokens_, finish_reason_.value_or(FinishReason::kStopSequence)};
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::vector<SampleResult> tokens_;
-  std::optional<FinishReason> finish_reason_;
-  std::string error_;
-};
+using testing_helpers::CollectingSink;
 
 class ModelExecutorTest : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "collecting_sink.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "runtime/model_executor.h"
@@ -27,38 +28,7 @@ namespace fs = std::filesystem;
 
 const fs::path kTestModels = fs::path(LM_BUILD_ROOT) / "test-models";
 
-class CollectingSink : public TokenSink {
- public:
-  bool on_token(const TokenEvent& event) override {
-    std::lock_guard lock(mutex_);
-    tokens_.push_back(event.token);
-    if (event.finish_reason) {
-      finish_reason_ = event.finish_reason;
-      done_ = true;
-      cv_.notify_all();
-    }
-    return true;
-  }
-  void on_error(const std::string& message) override {
-    std::lock_guard lock(mutex_);
-    ADD_FAILURE() << message;
-    done_ = true;
-    cv_.notify_all();
-  }
-  bool cancelled() const override { return false; }
-  GenerationResult wait() {
-    std::unique_lock lock(mutex_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(120), [&] { return done_; }));
-    return GenerationResult{tokens_, finish_reason_.value_or(FinishReason::kStopSequence)};
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::vector<SampleResult> tokens_;
-  std::optional<FinishReason> finish_reason_;
-};
+using testing_helpers::CollectingSink;
 
 struct Outcome {
   std::vector<GenerationResult> results;
@@ -85,7 +55,7 @@ Outcome generate(LlamaModel& model, const std::vector<EngineRequest>& requests, 
     EXPECT_TRUE(engine.submit(request, sinks.back()).ok());
   }
   Outcome outcome;
-  for (const auto& sink : sinks) outcome.results.push_back(sink->wait());
+  for (const auto& sink : sinks) outcome.results.push_back(sink->wait(std::chrono::seconds(120)));
   engine.drain();
   outcome.stats = engine.stats();
   return outcome;
