@@ -128,18 +128,19 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
 void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are converted once, before they are prepared for the CPU");
-  lm::convert_float_weights(weights_, dtype, converted_weights_, pool, [&](const Tensor& source) {
-    store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
-  });
+  lm::convert_float_weights(weights_, dtype, converted_weights_, pool,
+                            [&](const Tensor& source) { drop_file_pages(source); });
+}
+
+void LlamaModel::drop_file_pages(const Tensor& source) const {
+  store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
 }
 
 int64_t LlamaModel::quantize_float_weights(DType block, ThreadPool& pool) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are quantized once, before they are converted or prepared for the CPU");
-  return lm::quantize_float_weights(
-      weights_, block, quantized_weights_, pool, [&](const Tensor& source) {
-        store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
-      });
+  return lm::quantize_float_weights(weights_, block, quantized_weights_, pool,
+                                    [&](const Tensor& source) { drop_file_pages(source); });
 }
 
 int64_t LlamaModel::workspace_bytes_per_token(const ModelConfig& c) {
@@ -169,12 +170,7 @@ void LlamaModel::prepare_cpu_weights() {
   // (GGUF and safetensors alike): a copy must not double the resident size.
   const Tensor table = weights_.embed_tokens;
   // --dtype's converted matrices already lie in a huge-page arena of our own: kept where they are.
-  const Tensor converted = converted_weights_.view();
-  const auto in_converted = [&](const Tensor* w) {
-    const auto* p = static_cast<const uint8_t*>(w->data);
-    const auto* begin = static_cast<const uint8_t*>(converted.data);
-    return begin != nullptr && p >= begin && p < begin + converted.numel() * 4;
-  };
+  const auto in_converted = [&](const Tensor* w) { return in_buffer(*w, converted_weights_); };
   // Converted F16/BF16 matrices are put in panels where they lie, except a tied head, which is
   // the embedding table: that one gets a panel copy in the arena.
   const auto panel_in_place = [&](Tensor* w) {
@@ -204,7 +200,7 @@ void LlamaModel::prepare_cpu_weights() {
     const bool tied = source.data == table.data;
     // Matrices quantized at load lie in an arena of ours, freed whole below, not in the files.
     if ((!tied || rows) && !in_converted(&source) && !in_buffer(source, quantized_weights_))
-      store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
+      drop_file_pages(source);
     if (tied && rows) weights_.embed_tokens = *linears[i];
     if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;
     if (linears[i]->layout == WeightLayout::kPanels16) ++num_panelled_;

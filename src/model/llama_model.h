@@ -81,6 +81,8 @@ class LlamaModel {
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);
   void prepare_cpu_weights();
+  // Hands a matrix's file pages back once a copy of it is made (WeightStore::drop_pages).
+  void drop_file_pages(const Tensor& source) const;
 
   ModelConfig config_;
   std::shared_ptr<const GgufFile> gguf_;

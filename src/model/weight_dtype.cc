@@ -57,6 +57,31 @@ constexpr int64_t kAlign = 64;
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// Writes each of `targets` as `dtype` (with `encode`: convert_weight or quantize_weight) into
+// `arena`, allocated here as one huge-page buffer (nothing when there are no targets), the matrices
+// spread over `pool`, and repoints them there; `done` is called with each source afterwards.
+void reencode_into_arena(const std::vector<Tensor*>& targets, DType dtype, Buffer& arena,
+                         ThreadPool& pool, Tensor (*encode)(const Tensor&, DType, void*),
+                         const std::function<void(const Tensor& source)>& done) {
+  if (targets.empty()) return;
+  std::vector<int64_t> offsets;  // of each matrix in the arena
+  int64_t total = 0;
+  for (const Tensor* t : targets) {
+    offsets.push_back(total);
+    total += aligned(converted_bytes(*t, dtype));
+  }
+  arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
+  auto* base = static_cast<uint8_t*>(arena.view().data);
+  pool.parallel_for(static_cast<int64_t>(targets.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      Tensor* t = targets[static_cast<size_t>(i)];
+      const Tensor source = *t;
+      *t = encode(source, dtype, base + offsets[static_cast<size_t>(i)]);
+      if (done) done(source);
+    }
+  });
+}
+
 }  // namespace
 
 WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DType> dtype,
@@ -101,23 +126,7 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
 int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
                                const std::function<void(const Tensor& source)>& quantized) {
   const std::vector<Tensor*> targets = to_quantize(w, block);
-  std::vector<int64_t> offsets;  // of each quantized matrix in the arena
-  int64_t total = 0;
-  for (Tensor* t : targets) {
-    offsets.push_back(total);
-    total += aligned(converted_bytes(*t, block));
-  }
-  if (targets.empty()) return 0;
-  arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
-  auto* base = static_cast<uint8_t*>(arena.view().data);
-  pool.parallel_for(static_cast<int64_t>(targets.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      Tensor* t = targets[static_cast<size_t>(i)];
-      const Tensor source = *t;
-      *t = ops::quantize_weight(source, block, base + offsets[static_cast<size_t>(i)]);
-      if (quantized) quantized(source);
-    }
-  });
+  reencode_into_arena(targets, block, arena, pool, ops::quantize_weight, quantized);
   return static_cast<int64_t>(targets.size());
 }
 
@@ -125,25 +134,9 @@ void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPo
                            const std::function<void(const Tensor& source)>& converted) {
   const bool tied = w.lm_head.data == w.embed_tokens.data;
   std::vector<Tensor*> to_convert;
-  std::vector<int64_t> offsets;  // of each converted matrix in the arena
-  int64_t total = 0;
-  for (Tensor* t : matrices(w)) {
-    if (!changes(*t, dtype)) continue;
-    to_convert.push_back(t);
-    offsets.push_back(total);
-    total += aligned(converted_bytes(*t, dtype));
-  }
-  if (to_convert.empty()) return;
-  arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
-  auto* base = static_cast<uint8_t*>(arena.view().data);
-  pool.parallel_for(static_cast<int64_t>(to_convert.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      Tensor* t = to_convert[static_cast<size_t>(i)];
-      const Tensor source = *t;
-      *t = ops::convert_weight(source, dtype, base + offsets[static_cast<size_t>(i)]);
-      if (converted) converted(source);
-    }
-  });
+  for (Tensor* t : matrices(w))
+    if (changes(*t, dtype)) to_convert.push_back(t);
+  reencode_into_arena(to_convert, dtype, arena, pool, ops::convert_weight, converted);
   if (tied) w.lm_head = w.embed_tokens;
 }
 

@@ -136,11 +136,17 @@ def big_llama_bin(path: Path) -> dict:
             "bos_token_id": 1, "eos_token_id": 2}  # fmt: skip
 
 
-def test_kill_9_during_a_bin_conversion_then_restart(tmp_path):
-    config = big_llama_bin(tmp_path / "pytorch_model.bin")
+def big_llama_repo_files(tmp: Path) -> dict:
+    """The files of a Hub repository holding big_llama_bin as its only weights."""
+    config = big_llama_bin(tmp / "pytorch_model.bin")
     files = {"config.json": json.dumps(config).encode(), **tiny_tokenizer_files(),
-             "pytorch_model.bin": (tmp_path / "pytorch_model.bin").read_bytes()}  # fmt: skip
-    (tmp_path / "pytorch_model.bin").unlink()
+             "pytorch_model.bin": (tmp / "pytorch_model.bin").read_bytes()}  # fmt: skip
+    (tmp / "pytorch_model.bin").unlink()
+    return files
+
+
+def test_kill_9_during_a_bin_conversion_then_restart(tmp_path):
+    files = big_llama_repo_files(tmp_path)
     with FakeHub() as hub:
         sha = hub.add_repo("org/m").commit(files)
         clean = tmp_path / "clean"
@@ -178,10 +184,7 @@ def test_replicas_sharing_a_cache_convert_it_once(tmp_path):
     others wait for it and find its file current."""
     from huggingface_hub import snapshot_download
 
-    config = big_llama_bin(tmp_path / "pytorch_model.bin")
-    files = {"config.json": json.dumps(config).encode(), **tiny_tokenizer_files(),
-             "pytorch_model.bin": (tmp_path / "pytorch_model.bin").read_bytes()}  # fmt: skip
-    (tmp_path / "pytorch_model.bin").unlink()
+    files = big_llama_repo_files(tmp_path)
     with FakeHub() as hub:
         sha = hub.add_repo("org/m").commit(files)
         clean = tmp_path / "clean"

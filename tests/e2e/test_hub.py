@@ -508,20 +508,22 @@ def test_a_pytorch_only_repo_is_converted_once_and_serves_as_its_safetensors_twi
         assert "Converting" not in server.stdout() + server.stderr()
 
 
+def local_bin_fixture(folder: Path, weights_name: str, weights: Path) -> Path:
+    """A local model folder of the .bin fixture's config, the tiny tokenizer and `weights`."""
+    folder.mkdir()
+    for name, data in {"config.json": (BIN_FIXTURE / "config.json").read_bytes(),
+                       weights_name: weights.read_bytes(), **tiny_tokenizer_files()}.items():  # fmt: skip
+        (folder / name).write_bytes(data)
+    return folder
+
+
 def test_a_local_pytorch_only_folder_is_converted_beside_its_bin(tmp_path, hub, cache):
     """MODEL_ID a local folder with only pytorch_model.bin (as TGI's download-weights converts a
     local model's .bin files): model.safetensors is written beside it, and the folder serves the
     same greedy text as the same weights published as safetensors."""
-    folder = tmp_path / "old-local"
-    folder.mkdir()
-    for name, data in {"config.json": (BIN_FIXTURE / "config.json").read_bytes(),
-                       "pytorch_model.bin": (BIN_FIXTURE / "pytorch_model.bin").read_bytes(),
-                       **tiny_tokenizer_files()}.items():  # fmt: skip
-        (folder / name).write_bytes(data)
-    twin = tmp_path / "new-local"
-    shutil.copytree(folder, twin)
-    (twin / "pytorch_model.bin").unlink()
-    (twin / "model.safetensors").write_bytes(BIN_REFERENCE.read_bytes())
+    folder = local_bin_fixture(tmp_path / "old-local", "pytorch_model.bin",
+                               BIN_FIXTURE / "pytorch_model.bin")
+    twin = local_bin_fixture(tmp_path / "new-local", "model.safetensors", BIN_REFERENCE)
     env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
     prompts = ["the cat", "a b c d", "hello world"]
     with launch_server(["--model-id", str(twin)], env=env, use_flags_for_port=False,
@@ -539,12 +541,7 @@ def test_quantize_at_load_serves_a_float_folder_in_ggml_blocks(tmp_path, hub, ca
     """QUANTIZE=q8_0 on a float HF folder: the launcher says what it quantized, the plan counts
     the quantized size, and the model serves (tests/model/load_options_test.cc checks the blocks
     against gguf-py's)."""
-    folder = tmp_path / "float-local"
-    folder.mkdir()
-    for name, data in {"config.json": (BIN_FIXTURE / "config.json").read_bytes(),
-                       "model.safetensors": BIN_REFERENCE.read_bytes(),
-                       **tiny_tokenizer_files()}.items():  # fmt: skip
-        (folder / name).write_bytes(data)
+    folder = local_bin_fixture(tmp_path / "float-local", "model.safetensors", BIN_REFERENCE)
     env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
 
     def plan(*extra):
