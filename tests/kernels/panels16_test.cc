@@ -145,41 +145,53 @@ TEST(Panels16, DotMatchesReferenceBitsAtEveryIsa) {
   }
 }
 
-// Unpacking a k range and running the fp32 GEMM over depth blocks (accumulating in y) gives the
-// decode kernel's bits, at every ISA.
+// Unpacking a k range of 1-3 panels and running the fp32 GEMM over depth blocks (accumulating in
+// y) gives the decode kernel's bits, at every ISA, for row counts around each register tile (12
+// and 14 rows, 4, 1) and panel counts around the two-panel tile.
 TEST(Panels16, UnpackAndGemmOverDepthBlocksGiveTheDotsBits) {
   for (RowFormat format : kFormats) {
-    for (int64_t k : {1, 30, 300}) {
-      for (int64_t m : {1, 3, 4, 6, 12, 13, 29}) {
-        SCOPED_TRACE(std::string(row_format_info(format).name) + " k=" + std::to_string(k) +
-                     " m=" + std::to_string(m));
-        const int64_t ldx = k + 1, ldy = kPanel16Rows + 3;
-        const auto rows = random_halves(format, kPanel16Rows * k, 21);
-        const auto panel = panels_of(format, rows, kPanel16Rows, k);
-        const auto x = random_floats(m * ldx, 22);
-        std::vector<float> want(static_cast<size_t>(m * ldy), -1.0f);
-        panel16_dot_scalar(format, panel.data(), 1, k, x.data(), ldx, m, want.data(), ldy);
-        for (Isa isa : supported_isas()) {
-          SCOPED_TRACE(isa_name(isa));
-          const IsaKernels& kernels = isa_kernels(isa);
-          std::vector<float> got(static_cast<size_t>(m * ldy), -1.0f);
-          std::vector<float> unpacked(static_cast<size_t>(k * kPanel16Rows));
-          for (int64_t p0 = 0; p0 < k; p0 += 7 * (1 + p0 % 3)) {  // uneven depth blocks
-            const int64_t p1 = std::min(k, p0 + 7 * (1 + p0 % 3));
-            kernels.panel16_unpack(format, panel.data(), p0, p1, unpacked.data());
-            std::vector<float> reference(unpacked.size());
-            panel16_unpack_scalar(format, panel.data(), p0, p1, reference.data());
-            for (int64_t e = 0; e < (p1 - p0) * kPanel16Rows; ++e)
-              ASSERT_EQ(unpacked[e], reference[e]);
-            kernels.panel16_gemm(x.data() + p0, ldx, m, unpacked.data(), p1 - p0, got.data(), ldy,
-                                 p0 > 0);
+    for (int64_t num_panels : {1, 2, 3}) {
+      for (int64_t k : {1, 30, 300}) {
+        for (int64_t m : {1, 3, 4, 6, 12, 13, 14, 15, 29}) {
+          SCOPED_TRACE(std::string(row_format_info(format).name) +
+                       " panels=" + std::to_string(num_panels) + " k=" + std::to_string(k) +
+                       " m=" + std::to_string(m));
+          const int64_t n = num_panels * kPanel16Rows, ldx = k + 1, ldy = n + 3;
+          const auto rows = random_halves(format, n * k, 21);
+          const auto panels = panels_of(format, rows, n, k);
+          const auto x = random_floats(m * ldx, 22);
+          std::vector<float> want(static_cast<size_t>(m * ldy), -1.0f);
+          panel16_dot_scalar(format, panels.data(), num_panels, k, x.data(), ldx, m, want.data(),
+                             ldy);
+          // One panel's 16-bit values, for unpacking.
+          auto panel = [&](int64_t g) { return panels.data() + g * k * kPanel16Rows; };
+          for (Isa isa : supported_isas()) {
+            SCOPED_TRACE(isa_name(isa));
+            const IsaKernels& kernels = isa_kernels(isa);
+            std::vector<float> got(static_cast<size_t>(m * ldy), -1.0f);
+            std::vector<float> unpacked(static_cast<size_t>(n * k));
+            for (int64_t p0 = 0; p0 < k; p0 += 7 * (1 + p0 % 3)) {  // uneven depth blocks
+              const int64_t p1 = std::min(k, p0 + 7 * (1 + p0 % 3));
+              const int64_t depth_elems = (p1 - p0) * kPanel16Rows;
+              for (int64_t g = 0; g < num_panels; ++g) {
+                kernels.panel16_unpack(format, panel(g), p0, p1, unpacked.data() + g * depth_elems);
+                std::vector<float> reference(static_cast<size_t>(depth_elems));
+                panel16_unpack_scalar(format, panel(g), p0, p1, reference.data());
+                for (int64_t e = 0; e < depth_elems; ++e)
+                  ASSERT_EQ(unpacked[g * depth_elems + e], reference[e]);
+              }
+              kernels.panel16_gemm(x.data() + p0, ldx, m, unpacked.data(), num_panels, p1 - p0,
+                                   got.data(), ldy, p0 > 0);
+            }
+            expect_same_bits(got, want);
+            std::vector<float> scalar(static_cast<size_t>(m * ldy), -1.0f);
+            std::vector<float> whole(static_cast<size_t>(n * k));
+            for (int64_t g = 0; g < num_panels; ++g)
+              panel16_unpack_scalar(format, panel(g), 0, k, whole.data() + g * k * kPanel16Rows);
+            panel16_gemm_scalar(x.data(), ldx, m, whole.data(), num_panels, k, scalar.data(), ldy,
+                                false);
+            expect_same_bits(scalar, want);
           }
-          expect_same_bits(got, want);
-          std::vector<float> scalar(static_cast<size_t>(m * ldy), -1.0f);
-          std::vector<float> whole(static_cast<size_t>(k * kPanel16Rows));
-          panel16_unpack_scalar(format, panel.data(), 0, k, whole.data());
-          panel16_gemm_scalar(x.data(), ldx, m, whole.data(), k, scalar.data(), ldy, false);
-          expect_same_bits(scalar, want);
         }
       }
     }

@@ -128,14 +128,16 @@ struct IsaKernels {
   // chain over k in order. panel16_dot: y[i * ldy + 16 g + c] = dot(x + i * ldx, row c of panel
   // g) for i < m, g < num_panels, straight from the 16-bit values (decode). panel16_unpack:
   // dst[(p - p0) * 16 + c] = a panel's (p, c) as fp32 for p in [p0, p1). panel16_gemm: y[i * ldy
-  // + c] = the chain over k of x + i * ldx against an unpacked panel, continuing from y's values
-  // when `accumulate` (prefill, over blocks of k).
+  // + 16 g + c] = the chain over k of x + i * ldx against unpacked panel g (num_panels of them,
+  // k * 16 values each, one after another), continuing from y's values when `accumulate`
+  // (prefill, over blocks of k).
   void (*panel16_dot)(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
                       const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) = nullptr;
   void (*panel16_unpack)(RowFormat format, const void* panel, int64_t p0, int64_t p1,
                          float* dst) = nullptr;
-  void (*panel16_gemm)(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t k,
-                       float* y, int64_t ldy, bool accumulate) = nullptr;
+  void (*panel16_gemm)(const float* x, int64_t ldx, int64_t m, const float* panels,
+                       int64_t num_panels, int64_t k, float* y, int64_t ldy,
+                       bool accumulate) = nullptr;
 };
 
 // LM_CHECKs that the ISA is supported.

@@ -35,6 +35,9 @@ constexpr int64_t kXBlockBytes = 256 * 1024;
 constexpr int64_t kDecodePiecePanels = 2;
 constexpr int64_t kPanelDepth = 256;
 constexpr int64_t kPanelBlockRows = 512;
+// Panels converted together for one prefill GEMM call: two, so a tile can span 32 columns (two
+// 16 KiB fp32 panels in L1) where the ISA has the registers for it.
+constexpr int64_t kPrefillPanels = 2;
 
 // fn(begin, end) for pieces of at most `piece` indices of [0, n), over the pool's threads as
 // OwnedRanges splits them.
@@ -306,20 +309,25 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
     });
     return;
   }
-  // Prefill: each thread's panels, kPanelDepth values of k at a time, converted to fp32 once per
-  // block of X rows (a tile that stays in L1) and run against every row of the block (whose
-  // [rows, depth] slice stays in L2). The chains continue in y from one depth block to the next.
+  // Prefill: each thread's panels, kPrefillPanels at a time and kPanelDepth values of k at a
+  // time, converted to fp32 once per block of X rows (a tile that stays in L1) and run against
+  // every row of the block (whose [rows, depth] slice stays in L2). The chains continue in y from
+  // one depth block to the next.
   pool.parallel_for(num_panels, [&](int64_t g0, int64_t g1) {
     thread_local std::vector<float> storage;
-    storage.resize(static_cast<size_t>(kPanelDepth * kPanel16Rows + kPanel16Rows));
-    float* panel = align_up_64(storage.data());
+    storage.resize(static_cast<size_t>(kPrefillPanels * kPanelDepth * kPanel16Rows + kPanel16Rows));
+    float* panels = align_up_64(storage.data());
     for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {
       const int64_t mb = std::min(kPanelBlockRows, m - m0);
       for (int64_t p0 = 0; p0 < k; p0 += kPanelDepth) {
         const int64_t p1 = std::min(k, p0 + kPanelDepth);
-        for (int64_t g = g0; g < g1; ++g) {
-          kernels.panel16_unpack(format, w_bytes + g * panel_bytes, p0, p1, panel);
-          kernels.panel16_gemm(x + m0 * k + p0, k, mb, panel, p1 - p0,
+        for (int64_t g = g0; g < g1; g += kPrefillPanels) {
+          const int64_t count = std::min(kPrefillPanels, g1 - g);
+          for (int64_t q = 0; q < count; ++q) {
+            kernels.panel16_unpack(format, w_bytes + (g + q) * panel_bytes, p0, p1,
+                                   panels + q * (p1 - p0) * kPanel16Rows);
+          }
+          kernels.panel16_gemm(x + m0 * k + p0, k, mb, panels, count, p1 - p0,
                                y + m0 * n + g * kPanel16Rows, n, p0 > 0);
         }
       }

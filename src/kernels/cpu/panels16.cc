@@ -71,14 +71,18 @@ void panel16_unpack_scalar(RowFormat format, const void* panel, int64_t p0, int6
     dst[e - p0 * kPanel16Rows] = half_to_f32(format, src[e]);
 }
 
-void panel16_gemm_scalar(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t k,
-                         float* y, int64_t ldy, bool accumulate) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t c = 0; c < kPanel16Rows; ++c) {
-      float acc = accumulate ? y[i * ldy + c] : 0.0f;
-      for (int64_t p = 0; p < k; ++p)
-        acc = std::fma(x[i * ldx + p], panel[p * kPanel16Rows + c], acc);
-      y[i * ldy + c] = acc;
+void panel16_gemm_scalar(const float* x, int64_t ldx, int64_t m, const float* panels,
+                         int64_t num_panels, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  for (int64_t g = 0; g < num_panels; ++g) {
+    const float* panel = panels + g * k * kPanel16Rows;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t c = 0; c < kPanel16Rows; ++c) {
+        float& out = y[i * ldy + g * kPanel16Rows + c];
+        float acc = accumulate ? out : 0.0f;
+        for (int64_t p = 0; p < k; ++p)
+          acc = std::fma(x[i * ldx + p], panel[p * kPanel16Rows + c], acc);
+        out = acc;
+      }
     }
   }
 }

@@ -32,7 +32,7 @@ void panel16_row(RowFormat format, const void* panels, int64_t k, int64_t row, f
 void panel16_dot_scalar(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
                         const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy);
 void panel16_unpack_scalar(RowFormat format, const void* panel, int64_t p0, int64_t p1, float* dst);
-void panel16_gemm_scalar(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t k,
-                         float* y, int64_t ldy, bool accumulate);
+void panel16_gemm_scalar(const float* x, int64_t ldx, int64_t m, const float* panels,
+                         int64_t num_panels, int64_t k, float* y, int64_t ldy, bool accumulate);
 
 }  // namespace lm::kernels

@@ -113,51 +113,91 @@ void panel16_unpack(RowFormat format, const void* panel, int64_t p0, int64_t p1,
   }
 }
 
-// MR rows against one unpacked panel, continuing the chains in y when `accumulate`.
-template <typename V, int MR>
-void gemm_micro(const float* x, int64_t ldx, const float* panel, int64_t k, float* y, int64_t ldy,
+// MR rows against NP unpacked panels (one after another, k * 16 values each), continuing the
+// chains in y when `accumulate`.
+template <typename V, int MR, int NP>
+void gemm_micro(const float* x, int64_t ldx, const float* panels, int64_t k, float* y, int64_t ldy,
                 bool accumulate) {
   constexpr int R = kPanelRegs<V>;
-  typename V::Reg acc[MR][R];
-#pragma GCC unroll 12
+  constexpr int NR = NP * R;
+  const int64_t panel_elems = k * kPanel16Rows;
+  typename V::Reg acc[MR][NR];
+#pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 2
-    for (int r = 0; r < R; ++r)
-      acc[i][r] = accumulate ? V::load(y + i * ldy + r * V::kLanes) : V::zero();
-  }
-  for (int64_t p = 0; p < k; ++p) {
-    typename V::Reg wv[R];
+    for (int q = 0; q < NP; ++q) {
 #pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) wv[r] = V::load(panel + p * kPanel16Rows + r * V::kLanes);
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-      const auto xv = V::set1(x[i * ldx + p]);
-#pragma GCC unroll 2
-      for (int r = 0; r < R; ++r) acc[i][r] = V::fmadd(xv, wv[r], acc[i][r]);
+      for (int r = 0; r < R; ++r) {
+        acc[i][q * R + r] =
+            accumulate ? V::load(y + i * ldy + q * kPanel16Rows + r * V::kLanes) : V::zero();
+      }
     }
   }
-#pragma GCC unroll 12
+  for (int64_t p = 0; p < k; ++p) {
+    typename V::Reg wv[NR];
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r)
+        wv[q * R + r] = V::load(panels + q * panel_elems + p * kPanel16Rows + r * V::kLanes);
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      const auto xv = V::set1(x[i * ldx + p]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fmadd(xv, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) V::store(y + i * ldy + r * V::kLanes, acc[i][r]);
+    for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r)
+        V::store(y + i * ldy + q * kPanel16Rows + r * V::kLanes, acc[i][q * R + r]);
+    }
   }
 }
 
-// Rows per register tile: 12 accumulators either way (12 x 1 of 16 lanes, 6 x 2 of 8).
+// Panels a prefill tile spans: two with 32 registers, so each x value loaded feeds two FMAs
+// (14 rows x 2 panels: 28 accumulators, 2 weight registers; it ran ~1.5x the 12 x 1 tile's
+// FLOP/s, which issued a load per FMA), one with 16.
 template <typename V>
-inline constexpr int kGemmRows = 12 / kPanelRegs<V>;
+inline constexpr int kGemmPanels = V::kRegisters >= 32 ? 2 : 1;
 
-// y[i * ldy + c] (+)= sum over p < k of x[i * ldx + p] * panel[p * 16 + c], for i < m, c < 16.
-template <typename V>
-void panel16_gemm(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t k, float* y,
-                  int64_t ldy, bool accumulate) {
-  constexpr int MR = kGemmRows<V>;
+// Rows per register tile: 14 x 2 panels of 16 lanes, else 12 accumulators (12 x 1 of 16 lanes,
+// 6 x 2 of 8).
+template <typename V, int NP>
+inline constexpr int kGemmRows = NP == 2 ? 14 : 12 / kPanelRegs<V>;
+
+// All m rows against NP panels.
+template <typename V, int NP>
+void gemm_rows(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t k, float* y,
+               int64_t ldy, bool accumulate) {
+  constexpr int MR = kGemmRows<V, NP>;
   int64_t i = 0;
   for (; i + MR <= m; i += MR)
-    gemm_micro<V, MR>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
+    gemm_micro<V, MR, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
   for (; i + 4 <= m; i += 4)
-    gemm_micro<V, 4>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
-  for (; i < m; ++i) gemm_micro<V, 1>(x + i * ldx, ldx, panel, k, y + i * ldy, ldy, accumulate);
+    gemm_micro<V, 4, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+  for (; i < m; ++i)
+    gemm_micro<V, 1, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+}
+
+// y[i * ldy + 16 g + c] (+)= sum over p < k of x[i * ldx + p] * panels[(g * k + p) * 16 + c], for
+// i < m, g < num_panels, c < 16.
+template <typename V>
+void panel16_gemm(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t num_panels,
+                  int64_t k, float* y, int64_t ldy, bool accumulate) {
+  constexpr int NP = kGemmPanels<V>;
+  const int64_t panel_elems = k * kPanel16Rows;
+  int64_t g = 0;
+  for (; g + NP <= num_panels; g += NP) {
+    gemm_rows<V, NP>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy, accumulate);
+  }
+  for (; g < num_panels; ++g) {
+    gemm_rows<V, 1>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy, accumulate);
+  }
 }
 
 }  // namespace
