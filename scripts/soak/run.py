@@ -29,6 +29,12 @@ prompts arrive (issue 24's 8.5 GiB); a small one is filled within the first seco
 then recycled, and it also keeps requests queued, so the queued-disconnect case is exercised.
 
   .venv/bin/python scripts/soak/run.py [--minutes 30] [--concurrency 32] [--out FILE]
+      [--memory-limit-mib N --kv-tokens 0]
+
+--memory-limit-mib N runs the server in a memory cgroup limited to N MiB (memory_cgroup.py; as root),
+as a container with `--memory` would, and --kv-tokens 0 leaves the pool to the server, which sizes
+it from that limit: then also checked, the cgroup's OOM killer never ran and the memory charged to
+it never reached the limit (its peak), with the charged memory sampled beside the RSS.
 
 Writes a JSON report (counts per kind, statuses, mismatches, the RSS/fd/gauge curves and the
 checks); exits 1 when a check fails. tests/e2e/test_soak.py runs a 2-minute version.
@@ -50,6 +56,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import memory_cgroup  # noqa: E402
+from memory_cgroup import MemoryCgroup  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
@@ -304,7 +314,7 @@ def request_counters(port: int) -> dict:
 class Options:
     minutes: float = 30.0
     concurrency: int = 32  # = the server's --max-concurrent-requests
-    kv_tokens: int = 2048  # --max-batch-total-tokens
+    kv_tokens: int = 2048  # --max-batch-total-tokens; 0: the server sizes its pool from memory
     num_prompts: int = 24
     sample_interval_s: float = 2.0
     warmup_fraction: float = 0.2  # of the load's duration, at least warmup_min_s
@@ -316,9 +326,9 @@ class Options:
 
 
 def server_args(o: Options) -> list[str]:
-    return ["--max-concurrent-requests", str(o.concurrency),
-            "--max-batch-total-tokens", str(o.kv_tokens),
-            "--max-batch-prefill-tokens", str(min(1024, o.kv_tokens)),
+    pool = ["--max-batch-total-tokens", str(o.kv_tokens)] if o.kv_tokens else []
+    return ["--max-concurrent-requests", str(o.concurrency), *pool,
+            "--max-batch-prefill-tokens", str(min(1024, o.kv_tokens or 1024)),
             "--max-input-tokens", "256", "--max-total-tokens", "512"]  # fmt: skip
 
 
@@ -353,10 +363,14 @@ class Tally:
 
 
 class Soak:
-    def __init__(self, port: int, pid: int, o: Options, log=print):
+    """cgroup: the MemoryCgroup the server runs in, if any: its memory is sampled with the RSS,
+    and the soak then also checks that the server was never OOM-killed and that the memory
+    charged never reached the limit."""
+
+    def __init__(self, port: int, pid: int, o: Options, log=print, cgroup: MemoryCgroup = None):
         from openai import OpenAI
 
-        self.port, self.pid, self.o, self.log = port, pid, o, log
+        self.port, self.pid, self.o, self.log, self.cgroup = port, pid, o, log, cgroup
         self.prompts = make_prompts(o.num_prompts)
         self.references: dict = {}
         self.tally = Tally()
@@ -493,6 +507,8 @@ class Soak:
         s = {"t": round(time.monotonic() - self.t0, 2), "phase": self.phase}
         try:
             s.update(proc_sample(self.pid))
+            if self.cgroup:
+                s["cgroup_kib"] = self.cgroup.stats()["current_bytes"] // 1024
         except OSError as e:
             s["error"] = str(e)
         try:
@@ -589,6 +605,10 @@ class Soak:
             checks["rss_flat"] = checks["fds_flat"] = False  # too short to say
         checks["fds_back_at_end"] = end["fds"] <= before["fds"] + o.fd_slack
         checks["server_alive"] = Path(f"/proc/{self.pid}").exists()
+        memory = self.cgroup.stats() if self.cgroup else None
+        if memory:
+            checks["not_oom_killed"] = not memory["oom_kills"]
+            checks["peak_below_limit"] = memory["peak_bytes"] < memory["limit_bytes"]
         load_samples = [s for s in self.samples if s["phase"] == "load" and "rss_kib" in s]
         summary = {
             "rss_kib": {"before_load": before["rss_kib"], "end": end["rss_kib"],
@@ -621,6 +641,7 @@ class Soak:
             "end_gauges": end_gauges,
             "flatness": flat,
             "summary": summary,
+            "cgroup": memory,
             "checks": checks,
             "ok": all(checks.values()),
             "samples": self.samples,
@@ -630,18 +651,24 @@ class Soak:
 # ---- standalone ------------------------------------------------------------------------------
 
 
+def kv_plan_lines(server_log: str) -> list[str]:
+    """The server's start-up lines that say how its KV pool was sized."""
+    return [line for line in server_log.splitlines() if "KV budget" in line or "KV cache:" in line]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def start_server(o: Options, launcher: Path, model: Path, log_dir: Path):
+def start_server(o: Options, launcher: Path, model: Path, log_dir: Path, cgroup=None):
     port = free_port()
     out = open(log_dir / "server.log", "wb")
     cmd = [str(launcher), "--model-id", str(model), "--hostname", "127.0.0.1", "--port", str(port),
            *server_args(o)]
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                            preexec_fn=cgroup.enter if cgroup else None)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -661,7 +688,12 @@ def main() -> int:
     d = Options()
     ap.add_argument("--minutes", type=float, default=d.minutes)
     ap.add_argument("--concurrency", type=int, default=d.concurrency)
-    ap.add_argument("--kv-tokens", type=int, default=d.kv_tokens)
+    ap.add_argument("--kv-tokens", type=int, default=d.kv_tokens,
+                    help="the server's --max-batch-total-tokens; 0: sized from free memory "
+                         "(inside --memory-limit-mib's cgroup, from its limit)")
+    ap.add_argument("--memory-limit-mib", type=int, default=0,
+                    help="run the server in a memory cgroup with this hard limit (as a container "
+                         "with --memory); also checks it is never OOM-killed and never reaches it")
     ap.add_argument("--num-prompts", type=int, default=d.num_prompts)
     ap.add_argument("--sample-interval", type=float, default=d.sample_interval_s)
     ap.add_argument("--rss-tolerance", type=float, default=d.rss_tolerance)
@@ -674,16 +706,25 @@ def main() -> int:
                 num_prompts=a.num_prompts, sample_interval_s=a.sample_interval,
                 rss_tolerance=a.rss_tolerance, seed=a.seed)
     log_dir = Path(tempfile.mkdtemp(prefix="soak-"))
-    proc, port = start_server(o, a.launcher, a.model, log_dir)
+    cgroup = None
+    if a.memory_limit_mib:
+        if reason := memory_cgroup.unavailable():
+            sys.exit(f"--memory-limit-mib: no memory cgroup here ({reason})")
+        cgroup = MemoryCgroup(f"lm-soak-{os.getpid()}", a.memory_limit_mib << 20)
+    proc, port = start_server(o, a.launcher, a.model, log_dir, cgroup)
     try:
-        report = Soak(port, proc.pid, o).run()
+        report = Soak(port, proc.pid, o, cgroup=cgroup).run()
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        if cgroup:
+            cgroup.remove()
     report["server_exit_code"] = proc.returncode
+    report["server_kv_plan"] = kv_plan_lines((log_dir / "server.log").read_text(errors="replace"))
     report["model"] = str(a.model.relative_to(ROOT) if a.model.is_relative_to(ROOT) else a.model)
     report["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
     report["machine"] = {"nproc": os.cpu_count()}

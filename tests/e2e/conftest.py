@@ -97,7 +97,8 @@ def _wait_ready(proc, port, deadline) -> bool:
     raise TimeoutError(f"server on port {port} not ready in time")
 
 
-def start_server(args=(), env=None, use_flags_for_port=True, timeout=120, attempts=5) -> Server:
+def start_server(args=(), env=None, use_flags_for_port=True, timeout=120, attempts=5,
+                 preexec_fn=None) -> Server:
     if not LAUNCHER.exists():
         pytest.fail(f"{LAUNCHER} not built (cmake --build build --target text-generation-launcher)")
     last_err = ""
@@ -113,7 +114,8 @@ def start_server(args=(), env=None, use_flags_for_port=True, timeout=120, attemp
         cmd += list(args)
         fd_out, out_path = tempfile.mkstemp(prefix="tgi-e2e-", suffix=".out")
         fd_err, err_path = tempfile.mkstemp(prefix="tgi-e2e-", suffix=".err")
-        proc = subprocess.Popen(cmd, stdout=fd_out, stderr=fd_err, env=full_env, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=fd_out, stderr=fd_err, env=full_env, cwd=ROOT,
+                                preexec_fn=preexec_fn)
         os.close(fd_out)
         os.close(fd_err)
         server = Server(proc, port, out_path, err_path)
