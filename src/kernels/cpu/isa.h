@@ -67,11 +67,12 @@ struct IsaKernels {
   // on fp32 rows that are already hot in cache.
   void (*gemm_tile)(const float* x, int64_t ldx, int64_t m, const float* w, int64_t ldw, int64_t n,
                     int64_t k, float* y, int64_t ldy);
-  // y[i * ldy + c] = dot(x + i * ldx, column c of `panel`) for i < m, c < nc (<= kPanelWidth):
-  // a GEMM against kPanelWidth weight rows stored k-major (panel[p * kPanelWidth + c]), so each
-  // step is broadcast-x times a row of the panel and no horizontal sums remain. Null in tables
-  // without it (then matmul uses gemm_tile).
-  void (*gemm_panel)(const float* x, int64_t ldx, int64_t m, const float* panel, int64_t nc,
+  // y[i * ldy + c] = dot(x + i * ldx, column c of `panels`) for i < m, c < nc (<= 2 x
+  // kPanelWidth): a GEMM against weight rows stored k-major in panels of kPanelWidth
+  // (panels[(q * k + p) * kPanelWidth + c] is column q * kPanelWidth + c), so each step is
+  // broadcast-x times a row of a panel and no horizontal sums remain. Null in tables without it
+  // (then matmul uses gemm_tile).
+  void (*gemm_panel)(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t nc,
                      int64_t k, float* y, int64_t ldy);
   // out[i] = silu(gate[i]) * up[i] (activations.h).
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);

@@ -73,36 +73,43 @@ float* align_up_64(float* p) {
   return reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
 }
 
-// Float prefill where the ISA has gemm_panel: each thread converts kPanelWidth weight rows at a
-// time to fp32 and stores them k-major (a panel), then runs every X row against the panel, so
-// each weight row is converted once per call and the GEMM needs no horizontal sums.
+// Float prefill where the ISA has gemm_panel: each thread converts two panels' worth of weight
+// rows (2 x kPanelWidth) at a time to fp32 and stores them k-major (two panels), then runs every
+// X row against them, so each weight row is converted once per call and the GEMM needs no
+// horizontal sums; two panels let each x value loaded feed two FMAs.
 void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
                    float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
                    const IsaKernels& kernels) {
+  constexpr int64_t kPairRows = 2 * kPanelWidth;
   pool.parallel_for(
       n,
       [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> rows, panel_storage;
-        rows.resize(static_cast<size_t>(kPanelWidth * k));
-        // NOTE: the panel starts on a 64-byte line, so each of gemm_panel's 16-float loads reads
-        // one cache line: from wherever malloc put it, every load could straddle two, and the same
-        // code ran up to ~9% apart between two builds (SmolLM2 F16 prefill).
-        panel_storage.resize(static_cast<size_t>(kPanelWidth * k + kPanelWidth));
-        float* panel = align_up_64(panel_storage.data());
-        for (int64_t n0 = begin; n0 < end; n0 += kPanelWidth) {
-          const int64_t nt = std::min(kPanelWidth, end - n0);
+        rows.resize(static_cast<size_t>(kPairRows * k));
+        // NOTE: the panels start on a 64-byte line, so each of gemm_panel's 16-float loads reads
+        // one cache line: from wherever malloc put them, every load could straddle two, and the
+        // same code ran up to ~9% apart between two builds (SmolLM2 F16 prefill).
+        panel_storage.resize(static_cast<size_t>(kPairRows * k + kPanelWidth));
+        float* panels = align_up_64(panel_storage.data());
+        for (int64_t n0 = begin; n0 < end; n0 += kPairRows) {
+          const int64_t nt = std::min(kPairRows, end - n0);
+          const int64_t num_panels = (nt + kPanelWidth - 1) / kPanelWidth;
           for (int64_t r = 0; r < nt; ++r)
             kernels.dequantize_row(format, w_bytes + (n0 + r) * w_row_bytes, rows.data() + r * k,
                                    k);
           // Rows past nt are zeros, so each panel step is a plain gather of kPanelWidth values,
           // unrolled: a straight run of loads and stores with no inner loop or branch.
-          std::fill(rows.begin() + nt * k, rows.end(), 0.0f);
-          for (int64_t p = 0; p < k; ++p) {
-            float* column = panel + p * kPanelWidth;
+          std::fill(rows.begin() + nt * k, rows.begin() + num_panels * kPanelWidth * k, 0.0f);
+          for (int64_t q = 0; q < num_panels; ++q) {
+            const float* panel_rows = rows.data() + q * kPanelWidth * k;
+            float* panel = panels + q * kPanelWidth * k;
+            for (int64_t p = 0; p < k; ++p) {
+              float* column = panel + p * kPanelWidth;
 #pragma GCC unroll 16
-            for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = rows[r * k + p];
+              for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = panel_rows[r * k + p];
+            }
           }
-          kernels.gemm_panel(x, k, m, panel, nt, k, y + n0, n);
+          kernels.gemm_panel(x, k, m, panels, nt, k, y + n0, n);
         }
         if (bias) {
           for (int64_t i = 0; i < m; ++i) {
@@ -110,7 +117,7 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
           }
         }
       },
-      kPanelWidth);
+      kPairRows);
 }
 
 // The tiled int8 GEMM (int8_tiles.h): the quantized X rows prepared once per call, then each
