@@ -181,17 +181,20 @@ TEST(Int8Dot, FloatFormatsIgnoreTheOption) {
 TEST(Int8Dot, MultiRowDotEqualsSingleRowDotsBitForBit) {
   constexpr int64_t k = 256 * 3;
   constexpr int64_t stride = k / 32 + 2;  // activation rows padded: the stride is honoured
-  const auto x = random_floats(9 * k, 31, -2.0f, 2.0f);
-  std::vector<BlockQ8Act> xq(static_cast<size_t>(9 * stride));
-  for (int64_t i = 0; i < 9; ++i) quantize_row_q8_act(x.data() + i * k, xq.data() + i * stride, k);
+  constexpr int64_t rows = 13;            // the most any case below reads
+  const auto x = random_floats(rows * k, 31, -2.0f, 2.0f);
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(rows * stride));
+  for (int64_t i = 0; i < rows; ++i)
+    quantize_row_q8_act(x.data() + i * k, xq.data() + i * stride, k);
   std::vector<RowFormat> formats(std::begin(kInt8Formats), std::end(kInt8Formats));
   formats.push_back(RowFormat::kQ4_K);
+  formats.push_back(RowFormat::kQ5_K);
   formats.push_back(RowFormat::kQ6_K);
   for (RowFormat format : formats) {
     const auto row = is_kquant(format) ? testing::random_kquant_rows(format, 1, k, 32)
                                        : quantize_weights(format, random_floats(k, 33), 1, k);
     for (Isa isa : supported_isas()) {
-      for (int64_t m : {1, 3, 4, 5, 9}) {
+      for (int64_t m : {1, 3, 4, 5, 9, 13}) {
         SCOPED_TRACE(std::string(row_format_info(format).name) + " " + isa_name(isa) +
                      " m=" + std::to_string(m));
         std::vector<float> out(static_cast<size_t>(2 * m), -1.0f);

@@ -90,8 +90,7 @@ void dot_rows_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, i
     dot_rows_q8_lowbit_avx2(format, row, xq, xq_stride, m, k, out, out_stride);
     return;
   }
-  for (int64_t i = 0; i < m; ++i)  // K-quants: one row at a time for now.
-    out[i * out_stride] = dot_row_q8_kquant_avx2(format, row, xq + i * xq_stride, k);
+  dot_rows_q8_kquant_avx2(format, row, xq, xq_stride, m, k, out, out_stride);
 }
 
 }  // namespace lm::kernels

@@ -169,15 +169,24 @@ float dot_row_kquant_avx2(RowFormat format, const void* row, const float* x, int
 
 namespace {
 
-// One K-quant format's int8 dot: F is a template argument and the group loop is unrolled, so the
-// group's shifts are immediates and the eight scales stay in registers.
-template <RowFormat F>
-float dot_row_q8_kquant(const uint8_t* bytes, const BlockQ8Act* xq, int64_t k) {
+// One K-quant format's int8 dots of one weight row against MR activation rows (xq_stride blocks
+// apart): F is a template argument and the group loop is unrolled, so the group's shifts are
+// immediates and the eight scales stay in registers. Each group of 32 weights is unpacked once
+// for all MR rows (prefill: before, once per row; unpacking was most of the work); each row's
+// sums run in the same order as alone (super-block, then group), so a row's result is the same
+// bits whatever MR.
+template <RowFormat F, int MR>
+void dot_rows_q8_kquant(const uint8_t* bytes, const BlockQ8Act* xq, int64_t xq_stride, int64_t k,
+                        float* out, int64_t out_stride) {
   constexpr int64_t kBlockBytes = F == RowFormat::kQ4_K   ? kquant::kQ4_KBytes
                                   : F == RowFormat::kQ5_K ? kquant::kQ5_KBytes
                                                           : kquant::kQ6_KBytes;
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0.0f;
+  __m256 acc[MR];
+  float offsets[MR];
+  for (int i = 0; i < MR; ++i) {
+    acc[i] = _mm256_setzero_ps();
+    offsets[i] = 0.0f;
+  }
   for (int64_t b = 0; b < k / 256; ++b) {
     const uint8_t* block = bytes + b * kBlockBytes;
     const BlockQ8Act* a = xq + b * 8;
@@ -188,13 +197,18 @@ float dot_row_q8_kquant(const uint8_t* bytes, const BlockQ8Act* xq, int64_t k) {
 #pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {
         const __m256i w = _mm256_sub_epi8(group_q6_k(block, g), thirty_two);
-        const __m256i dot =
-            dot_s8_s8(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[g].qs)));
-        // Lanes 0-3 hold the first 16 products, lanes 4-7 the second: one scale each.
-        const float da = d * a[g].d;
-        const __m256 scale = _mm256_setr_m128(_mm_set1_ps(da * static_cast<float>(sc[2 * g])),
-                                              _mm_set1_ps(da * static_cast<float>(sc[2 * g + 1])));
-        acc = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const BlockQ8Act& ai = a[i * xq_stride + g];
+          const __m256i dot =
+              dot_s8_s8(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ai.qs)));
+          // Lanes 0-3 hold the first 16 products, lanes 4-7 the second: one scale each.
+          const float da = d * ai.d;
+          const __m256 scale =
+              _mm256_setr_m128(_mm_set1_ps(da * static_cast<float>(sc[2 * g])),
+                               _mm_set1_ps(da * static_cast<float>(sc[2 * g + 1])));
+          acc[i] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc[i]);
+        }
       }
     } else {
       const float d = load_f16(block);
@@ -204,24 +218,56 @@ float dot_row_q8_kquant(const uint8_t* bytes, const BlockQ8Act* xq, int64_t k) {
 #pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {
         const __m256i q = F == RowFormat::kQ4_K ? group_q4_k(block, g) : group_q5_k(block, g);
-        const __m256i dot =
-            dot_u8_s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[g].qs)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(sc[g]) * a[g].d),
-                              _mm256_cvtepi32_ps(dot), acc);
-        offsets += dmin * static_cast<float>(mn[g]) * a[g].s;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const BlockQ8Act& ai = a[i * xq_stride + g];
+          const __m256i dot =
+              dot_u8_s8(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ai.qs)));
+          acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(sc[g]) * ai.d),
+                                   _mm256_cvtepi32_ps(dot), acc[i]);
+          offsets[i] += dmin * static_cast<float>(mn[g]) * ai.s;
+        }
       }
     }
   }
-  return hsum(acc) - offsets;
+  for (int i = 0; i < MR; ++i) out[i * out_stride] = hsum(acc[i]) - offsets[i];
+}
+
+// m rows, 8 at a time, then 4, then one.
+template <RowFormat F>
+void dot_rows_q8_kquant_format(const uint8_t* bytes, const BlockQ8Act* xq, int64_t xq_stride,
+                               int64_t m, int64_t k, float* out, int64_t out_stride) {
+  int64_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    dot_rows_q8_kquant<F, 8>(bytes, xq + i * xq_stride, xq_stride, k, out + i * out_stride,
+                             out_stride);
+  for (; i + 4 <= m; i += 4)
+    dot_rows_q8_kquant<F, 4>(bytes, xq + i * xq_stride, xq_stride, k, out + i * out_stride,
+                             out_stride);
+  for (; i < m; ++i)
+    dot_rows_q8_kquant<F, 1>(bytes, xq + i * xq_stride, xq_stride, k, out + i * out_stride,
+                             out_stride);
 }
 
 }  // namespace
 
-float dot_row_q8_kquant_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
+void dot_rows_q8_kquant_avx2(RowFormat format, const void* row, const BlockQ8Act* xq,
+                             int64_t xq_stride, int64_t m, int64_t k, float* out,
+                             int64_t out_stride) {
   const auto* bytes = static_cast<const uint8_t*>(row);
-  if (format == RowFormat::kQ4_K) return dot_row_q8_kquant<RowFormat::kQ4_K>(bytes, xq, k);
-  if (format == RowFormat::kQ5_K) return dot_row_q8_kquant<RowFormat::kQ5_K>(bytes, xq, k);
-  return dot_row_q8_kquant<RowFormat::kQ6_K>(bytes, xq, k);
+  if (format == RowFormat::kQ4_K) {
+    dot_rows_q8_kquant_format<RowFormat::kQ4_K>(bytes, xq, xq_stride, m, k, out, out_stride);
+  } else if (format == RowFormat::kQ5_K) {
+    dot_rows_q8_kquant_format<RowFormat::kQ5_K>(bytes, xq, xq_stride, m, k, out, out_stride);
+  } else {
+    dot_rows_q8_kquant_format<RowFormat::kQ6_K>(bytes, xq, xq_stride, m, k, out, out_stride);
+  }
+}
+
+float dot_row_q8_kquant_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
+  float out = 0.0f;  // one row is the multi-row kernel with m = 1: the same sums, bit for bit
+  dot_rows_q8_kquant_avx2(format, row, xq, 0, 1, k, &out, 1);
+  return out;
 }
 
 }  // namespace lm::kernels
