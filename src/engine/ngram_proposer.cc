@@ -29,4 +29,9 @@ std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t m
   return {};
 }
 
+int64_t next_proposal_limit(int64_t limit, int64_t proposed, int64_t accepted, int64_t max) {
+  const int64_t current = std::min(limit, max);
+  return accepted >= proposed ? std::min(max, current + 2) : std::max<int64_t>(1, current - 1);
+}
+
 }  // namespace lm

@@ -21,4 +21,10 @@ inline constexpr int64_t kMaxProposalNgram = 3;
 std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t max_tokens,
                                    int64_t max_ngram = kMaxProposalNgram);
 
+// A sequence's next proposal limit after a step in which it proposed `proposed` tokens (> 0) and
+// `accepted` of them were taken: two more when every one was (up to `max`), one fewer otherwise
+// (at least 1) -- transformers' heuristic for assisted generation. Text that stops repeating
+// soon costs few rejected rows a step; a long quote is followed at full length again quickly.
+int64_t next_proposal_limit(int64_t limit, int64_t proposed, int64_t accepted, int64_t max);
+
 }  // namespace lm

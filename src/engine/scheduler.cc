@@ -339,8 +339,8 @@ void Scheduler::propose(ScheduledBatch& batch,
     const int64_t end = seq->num_computed_tokens + 1;  // proposals start after the newest token
     // Each accepted proposal is a generated token and so is the token after the last one: with
     // r tokens left, at most r - 1 proposals, so no step computes a position past max_tokens().
-    int64_t max_tokens =
-        std::min(config_.speculate, seq->request.max_new_tokens - seq->num_generated_tokens() - 1);
+    int64_t max_tokens = std::min({config_.speculate, seq->proposal_limit,
+                                   seq->request.max_new_tokens - seq->num_generated_tokens() - 1});
     max_tokens = std::min(max_tokens, num_free_tokens(size_of(seq->block_table), end));
     if (capped && max_tokens > 0) max_tokens = fit_chunk(shape, end, max_tokens);
     if (max_tokens < 1) continue;
@@ -376,7 +376,13 @@ StepOutput Scheduler::update(const ScheduledBatch& batch, std::span<const Sample
     seq->num_computed_tokens += entry.num_tokens;
     if (entry.samples) {
       // The K/V written for an accepted proposal is that of the token now appended there.
-      seq->num_computed_tokens += append_tokens(entry, *seq, samples, next_sample, out);
+      const int64_t accepted = append_tokens(entry, *seq, samples, next_sample, out);
+      seq->num_computed_tokens += accepted;
+      const auto proposed = static_cast<int64_t>(entry.proposed_ids.size());
+      if (proposed > 0) {
+        seq->proposal_limit =
+            next_proposal_limit(seq->proposal_limit, proposed, accepted, config_.speculate);
+      }
     }
     drop_uncomputed_blocks(*seq);
     if (config_.prefix_caching) {

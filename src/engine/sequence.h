@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -54,6 +55,9 @@ struct Sequence {
   std::vector<uint64_t> block_hashes;
   SequenceStatus status = SequenceStatus::kWaiting;
   std::optional<FinishReason> finish_reason;
+  // Speculation: the most proposals it makes a step (the scheduler adapts it to its acceptance;
+  // the config's speculate bounds it).
+  int64_t proposal_limit = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace lm

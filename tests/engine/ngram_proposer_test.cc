@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace lm {
@@ -34,6 +35,16 @@ TEST(NgramProposer, RunsRepeatPastTheEnd) {
   EXPECT_EQ(propose_ngram(Ids{4, 4, 4}, 5), (Ids{4, 4, 4, 4, 4}));
   EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 1, 2, 3}, 4), (Ids{1, 2, 3, 1}));
   EXPECT_EQ(propose_ngram(Ids{5, 6, 5}, 4), (Ids{6, 5, 6, 5}));
+}
+
+TEST(NgramProposer, TheProposalLimitGrowsByTwoWhenAllAreAcceptedAndShrinksByOneOtherwise) {
+  EXPECT_EQ(next_proposal_limit(3, 3, 3, 5), 5);
+  EXPECT_EQ(next_proposal_limit(4, 2, 2, 5), 5);  // fewer proposed than the limit, all taken
+  EXPECT_EQ(next_proposal_limit(5, 3, 1, 5), 4);
+  EXPECT_EQ(next_proposal_limit(1, 1, 0, 5), 1);  // never below one
+  // The first limit is "none": the configured maximum bounds it.
+  EXPECT_EQ(next_proposal_limit(std::numeric_limits<int64_t>::max(), 3, 3, 3), 3);
+  EXPECT_EQ(next_proposal_limit(std::numeric_limits<int64_t>::max(), 3, 0, 3), 2);
 }
 
 }  // namespace

@@ -96,6 +96,29 @@ TEST(SchedulerSpeculation, AcceptedProposalsAreKeptAndRejectedOnesRolledBack) {
   EXPECT_INVARIANTS(scheduler);
 }
 
+// A sequence's proposals shrink by one after a step with a rejection and grow by two after one
+// with every proposal accepted, within --speculate.
+TEST(SchedulerSpeculation, TheProposalLengthFollowsTheSequencesAcceptance) {
+  Scheduler scheduler(config());
+  scheduler.add(request({1, 2, 1, 2, 1}, 20), nullptr);
+  scheduler.update(scheduler.schedule(), samples({2}));
+  ScheduledBatch batch = scheduler.schedule();
+  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 2, 1}}));
+  // 1 is accepted, then 1 instead of 2: a rejection (the executor samples up to it).
+  StepOutput out = scheduler.update(batch, samples({1, 1}));
+  EXPECT_EQ(out.num_accepted, (std::vector<int64_t>{1}));
+  // ... 1 2 1 1: the 1-gram [1] recurs just before, so a run of 1s is proposed: two, not three.
+  batch = scheduler.schedule();
+  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 1}}));
+  out = scheduler.update(batch, samples({1, 1, 1}));
+  EXPECT_EQ(out.num_accepted, (std::vector<int64_t>{2}));
+  // Both accepted: up to three again (two more, within speculate = 3).
+  batch = scheduler.schedule();
+  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 1, 1}}));
+  scheduler.update(batch, samples({2}));
+  EXPECT_INVARIANTS(scheduler);
+}
+
 TEST(SchedulerSpeculation, EveryProposalAcceptedAddsTheTokenAfterThem) {
   Scheduler scheduler(config());
   scheduler.add(request({1, 2, 3, 1, 2}, 20), nullptr);
