@@ -59,7 +59,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memory_cgroup  # noqa: E402
-from memory_cgroup import MemoryCgroup  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
@@ -367,7 +366,8 @@ class Soak:
     and the soak then also checks that the server was never OOM-killed and that the memory
     charged never reached the limit."""
 
-    def __init__(self, port: int, pid: int, o: Options, log=print, cgroup: MemoryCgroup = None):
+    def __init__(self, port: int, pid: int, o: Options, log=print,
+                 cgroup: memory_cgroup.MemoryCgroup = None):
         from openai import OpenAI
 
         self.port, self.pid, self.o, self.log, self.cgroup = port, pid, o, log, cgroup
@@ -710,7 +710,7 @@ def main() -> int:
     if a.memory_limit_mib:
         if reason := memory_cgroup.unavailable():
             sys.exit(f"--memory-limit-mib: no memory cgroup here ({reason})")
-        cgroup = MemoryCgroup(f"lm-soak-{os.getpid()}", a.memory_limit_mib << 20)
+        cgroup = memory_cgroup.MemoryCgroup(f"lm-soak-{os.getpid()}", a.memory_limit_mib << 20)
     proc, port = start_server(o, a.launcher, a.model, log_dir, cgroup)
     try:
         report = Soak(port, proc.pid, o, cgroup=cgroup).run()

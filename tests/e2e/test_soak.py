@@ -56,7 +56,7 @@ def test_soak_in_a_memory_limited_cgroup(tmp_path):
         pytest.skip(f"no memory cgroup: {reason}")
     o = soak.Options(minutes=float(os.environ.get("SOAK_MINUTES", "2")), num_prompts=8,
                      kv_tokens=0)
-    cgroup = soak.MemoryCgroup(f"lm-e2e-soak-{os.getpid()}", MEMORY_LIMIT_MIB << 20)
+    cgroup = soak.memory_cgroup.MemoryCgroup(f"lm-e2e-soak-{os.getpid()}", MEMORY_LIMIT_MIB << 20)
     try:
         report, log = run_soak(tmp_path, o, cgroup)
     finally:

@@ -7,14 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../runtime/collecting_sink.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "model/llama_model.h"
@@ -134,40 +133,6 @@ TEST_F(WindowKvModel, LongSequencesMatchTransformersFromAPoolTooSmallForThem) {
   EXPECT_EQ(num_long, 3);
 }
 
-// Collects one request's tokens on the engine thread; wait() blocks until it ends.
-class CollectingSink : public TokenSink {
- public:
-  bool on_token(const TokenEvent& event) override {
-    std::lock_guard lock(mutex_);
-    tokens_.push_back(event.token);
-    if (event.finish_reason) {
-      done_ = true;
-      cv_.notify_all();
-    }
-    return true;
-  }
-  bool cancelled() const override { return false; }
-  void on_error(const std::string& message) override {
-    std::lock_guard lock(mutex_);
-    error_ = message;
-    done_ = true;
-    cv_.notify_all();
-  }
-  std::vector<int32_t> wait() {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return done_; });
-    EXPECT_EQ(error_, "");
-    return ids_of(tokens_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::vector<SampleResult> tokens_;
-  std::string error_;
-};
-
 TEST_F(WindowKvModel, BatchOfLongAndShortSequencesMatchesTransformers) {
   // All eight cases at once, prompts of 1 to 24 tokens, in a pool of 15 blocks (60 slots) with
   // prompts chunked by 8: short sequences hold all their blocks, long ones their window's, and
@@ -179,13 +144,13 @@ TEST_F(WindowKvModel, BatchOfLongAndShortSequencesMatchesTransformers) {
   auto executor = std::make_unique<ModelExecutor>(*model_, *pool_, config);
   poison_block_zero(executor->kv_pool());
   Engine engine(config, std::move(executor));
-  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  std::vector<std::shared_ptr<testing_helpers::CollectingSink>> sinks;
   for (const Case& c : cases) {
-    sinks.push_back(std::make_shared<CollectingSink>());
+    sinks.push_back(std::make_shared<testing_helpers::CollectingSink>());
     ASSERT_TRUE(engine.submit(greedy_request(c), sinks.back()).ok());
   }
   for (size_t i = 0; i < cases.size(); ++i)
-    EXPECT_EQ(sinks[i]->wait(), cases[i].greedy_ids)
+    EXPECT_EQ(ids_of(sinks[i]->wait().tokens), cases[i].greedy_ids)
         << "prompt of " << cases[i].prompt_ids.size() << " tokens";
   engine.drain();
   EXPECT_EQ(engine.stats().num_blocks_used, 0);
