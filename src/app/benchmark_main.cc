@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "app/cpu_isa_flag.h"
@@ -15,6 +16,8 @@
 #include "bench/latency_summary.h"
 #include "bench/machine_limits.h"
 #include "kernels/cpu/isa.h"
+#include "model/weight_dtype.h"
+#include "runtime/kv_pool.h"
 
 namespace {
 
@@ -26,7 +29,8 @@ struct Options {
   int runs = 10;
   int warmups = 1;
   int num_threads = 0;
-  bool int8_activations = true;  // the launcher's default
+  bool int8_activations = true;               // the launcher's default
+  std::optional<std::string> kv_cache_dtype;  // the launcher's default when unset
   bool measure_machine = false;
   std::string output;
   std::string cpu_isa;
@@ -58,14 +62,18 @@ int run(const Options& o) {
     lm::log_error(model.error().message);
     return 1;
   }
+  const bool int8_dots =
+      o.int8_activations && lm::summarize_weights((*model)->weights()).num_quantized > 0;
+  const lm::DType kv_dtype = o.kv_cache_dtype ? *lm::parse_kv_cache_dtype(*o.kv_cache_dtype)
+                                              : lm::default_kv_cache_dtype(int8_dots);
   (*model)->set_int8_activations(o.int8_activations);
   lm::ThreadPool pool(o.num_threads);
   fmt::print(
       "model {} | threads {} | kernels {} | int8 activations {} | interleaved weights {} | "
-      "16-bit panels {}\n",
+      "16-bit panels {} | KV cache {}\n",
       o.model_id, pool.num_threads(), lm::kernels::isa_name(lm::kernels::best_isa()),
       o.int8_activations ? "on" : "off", (*model)->num_interleaved_weights(),
-      (*model)->num_panelled_weights());
+      (*model)->num_panelled_weights(), lm::kv_cache_dtype_name(kv_dtype));
   nlohmann::json machine;
   if (o.measure_machine) {
     const lm::MachineLimits m = lm::measure_machine_limits(pool);
@@ -77,7 +85,7 @@ int run(const Options& o) {
   }
   nlohmann::json cases = nlohmann::json::array();
   for (int64_t batch : o.batch_sizes) {
-    lm::BenchmarkCase c{batch, o.sequence_length, o.decode_length};
+    lm::BenchmarkCase c{batch, o.sequence_length, o.decode_length, kv_dtype};
     auto runs = lm::run_engine_benchmark(**model, pool, c, o.runs, o.warmups);
     if (!runs.ok()) {
       lm::log_error(runs.error().message);
@@ -122,6 +130,7 @@ int run(const Options& o) {
                           {"threads", pool.num_threads()},
                           {"kernels", lm::kernels::isa_name(lm::kernels::best_isa())},
                           {"int8_activations", o.int8_activations},
+                          {"kv_cache_dtype", lm::kv_cache_dtype_name(kv_dtype)},
                           {"interleaved_weights", (*model)->num_interleaved_weights()},
                           {"panelled_weights", (*model)->num_panelled_weights()},
                           {"warmups", o.warmups},
@@ -158,6 +167,13 @@ int main(int argc, char** argv) {
   app.add_option("--int8-activations", o.int8_activations,
                  "Quantize activations to int8 for GGML block formats (true/false)")
       ->capture_default_str();
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "KV cache element type, as the launcher's: fp8_e4m3fn, fp8_e5m2, fp16, bf16, fp32")
+      ->check([](const std::string& name) {
+        return lm::parse_kv_cache_dtype(name)
+                   ? std::string()
+                   : "expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32";
+      });
   lm::add_cpu_isa_flag(app, o.cpu_isa);
   app.add_flag("--measure-machine", o.measure_machine,
                "Also measure memory read bandwidth and the fp32 FMA peak with these threads");

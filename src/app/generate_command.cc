@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "app/cpu_isa_flag.h"
 #include "app/launcher_flags.h"
@@ -13,6 +14,8 @@
 #include "base/log.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "model/weight_dtype.h"
+#include "runtime/kv_pool.h"
 #include "runtime/model_executor.h"
 #include "runtime/request_check.h"
 #include "server/text/stop_sequences.h"
@@ -30,8 +33,9 @@ struct GenerateOptions {
   bool no_bos = false;
   // As the launcher's default (app/launcher_args.h): llama.cpp's int8 activation dots.
   bool int8_activations = true;
-  std::string device;   // --device, as the launcher's
-  std::string cpu_isa;  // --cpu-isa, as the launcher's
+  std::optional<std::string> kv_cache_dtype;  // --kv-cache-dtype, as the launcher's
+  std::string device;                         // --device, as the launcher's
+  std::string cpu_isa;                        // --cpu-isa, as the launcher's
   SamplingParams sampling;
 };
 
@@ -45,6 +49,11 @@ int run_generate(const GenerateOptions& o) {
     return 1;
   }
   if (!device_note.empty()) log_info(device_note);
+  if (o.kv_cache_dtype && !parse_kv_cache_dtype(*o.kv_cache_dtype)) {
+    log_error("--kv-cache-dtype " + *o.kv_cache_dtype +
+              ": expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32");
+    return 1;
+  }
   auto cpu_isa = apply_cpu_isa(o.cpu_isa);
   if (!cpu_isa.ok()) {
     log_error(cpu_isa.error().message);
@@ -90,7 +99,11 @@ int run_generate(const GenerateOptions& o) {
   config.max_batch_prefill_tokens = prompt_len;
   config.max_batch_total_tokens = prompt_len + request.max_new_tokens;
   config.eos_token_ids = (*model)->config().eos_token_ids;
-  Engine engine(config, std::make_unique<ModelExecutor>(**model, pool, config));
+  const bool int8_dots =
+      o.int8_activations && summarize_weights((*model)->weights()).num_quantized > 0;
+  const DType kv_dtype = o.kv_cache_dtype ? *parse_kv_cache_dtype(*o.kv_cache_dtype)
+                                          : default_kv_cache_dtype(int8_dots);
+  Engine engine(config, std::make_unique<ModelExecutor>(**model, pool, config, kv_dtype));
   StreamDecoder decoder(**tokenizer, request.prompt_ids, /*skip_special_tokens=*/true);
   StopSequenceMatcher stops(o.stop);
   const auto t1 = Clock::now();
@@ -142,6 +155,10 @@ void add_generate_command(CLI::App& app) {
                   "(true/false; false: fp32 activations, transformers' numerics)")
       ->envname("INT8_ACTIVATIONS")
       ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", options->kv_cache_dtype,
+                  "KV cache element type, as the launcher's (default: fp16 for "
+                  "block-quantized weights with int8 activations, else fp32)")
+      ->envname("KV_CACHE_DTYPE");
   add_device_flag(*cmd, options->device);
   add_cpu_isa_flag(*cmd, options->cpu_isa);
   cmd->add_flag("--no-bos", options->no_bos, "Do not add the tokenizer's special prefix tokens");

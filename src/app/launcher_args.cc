@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/weight_dtype.h"
+#include "runtime/kv_pool.h"
 #include "server/tracing/otlp_http_sender.h"
 
 namespace lm {
@@ -101,8 +102,10 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
                      "one of those");
   }
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
-  if (a.kv_cache_dtype)
-    return not_built("--kv-cache-dtype", "the KV cache is fp32; a smaller cache is issue 20");
+  if (a.kv_cache_dtype && !parse_kv_cache_dtype(*a.kv_cache_dtype)) {
+    return Error{"--kv-cache-dtype " + *a.kv_cache_dtype +
+                 ": expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32"};
+  }
   if (a.device != "cpu")
     return not_built("--device " + a.device, "this build has the CPU backend only");
   if (a.watermark_gamma || a.watermark_delta)

@@ -46,7 +46,9 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
                  "float16/bfloat16/float32: the dtype float weights are held in (converted at "
                  "load; quantized GGUF matrices keep their format; compute is fp32)")
       ->envname("DTYPE");
-  app.add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache dtype (refused: fp32)")
+  app.add_option("--kv-cache-dtype", a.kv_cache_dtype,
+                 "KV cache element type: fp8_e4m3fn, fp8_e5m2 (fp8: e4m3fn), fp16, bf16, fp32 "
+                 "(default: fp16 for block-quantized weights with int8 activations, else fp32)")
       ->envname("KV_CACHE_DTYPE");
   app.add_flag("--trust-remote-code", a.trust_remote_code, "Accepted; no remote code is ever run")
       ->envname("TRUST_REMOTE_CODE");

@@ -175,7 +175,12 @@ int run_server(const LauncherArgs& args) {
   plan.int8_activations = args.int8_activations;
   plan.cpu_isa = kernels::isa_name(kernels::best_isa());
   plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
-  plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config);
+  const bool int8_dots =
+      args.int8_activations && (plan.weights.num_quantized > 0 || load_quantization.has_value());
+  const DType kv_dtype = args.kv_cache_dtype ? *parse_kv_cache_dtype(*args.kv_cache_dtype)
+                                             : default_kv_cache_dtype(int8_dots);
+  plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
+  plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
   plan.limits.weights_bytes = plan.weights.bytes;
   plan.limits.activation_bytes_per_token = LlamaModel::workspace_bytes_per_token(config);
   plan.kv_cache_memory_fraction = args.kv_cache_memory_fraction;
@@ -247,7 +252,8 @@ int run_server(const LauncherArgs& args) {
   }
 
   log_info("Warming up model");
-  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64));
+  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64),
+                         kv_dtype);
       !s.ok()) {
     return fail(s.error().message);
   }
@@ -255,8 +261,8 @@ int run_server(const LauncherArgs& args) {
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
     engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
   }
-  log_info(fmt::format("KV cache: {} blocks of {} tokens, prefix caching {}",
-                       kv_num_blocks(engine_config), engine_config.block_size,
+  log_info(fmt::format("KV cache: {} blocks of {} tokens, {}, prefix caching {}",
+                       kv_num_blocks(engine_config), engine_config.block_size, plan.kv_cache_dtype,
                        engine_config.prefix_caching ? "on" : "off"));
   if (engine_config.speculate > 0)
     log_info(fmt::format("Speculation: up to {} n-gram tokens proposed per decode step",
@@ -280,7 +286,8 @@ int run_server(const LauncherArgs& args) {
   ServerState state;
   state.span_exporter = span_exporter.get();
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
-  Engine engine(engine_config, std::make_unique<ModelExecutor>(**model, pool, engine_config),
+  Engine engine(engine_config,
+                std::make_unique<ModelExecutor>(**model, pool, engine_config, kv_dtype),
                 [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); });
   state.tokenizer = tokenizer->get();
   state.engine = &engine;

@@ -57,7 +57,8 @@ std::string plan_text(const StartPlan& p) {
   out += fmt::format("Memory available: {} ({})\n", mib(static_cast<int64_t>(p.memory.bytes)),
                      p.memory.source);
   out += memory_log_line(p) + "\n";
-  out += fmt::format("KV bytes per token: {}\n", p.limits.kv_bytes_per_token);
+  out += fmt::format("KV cache dtype: {}, {} bytes per token\n", p.kv_cache_dtype,
+                     p.limits.kv_bytes_per_token);
   out += fmt::format("max_batch_total_tokens: {} ({})\n", s.max_batch_total_tokens,
                      s.max_batch_total_tokens_inferred ? "inferred" : "given");
   out += fmt::format("max_total_tokens: {}\nmax_input_tokens: {}\nmax_batch_prefill_tokens: {}\n",
@@ -125,6 +126,7 @@ std::string plan_json(const StartPlan& p) {
             {"max_input_tokens", s.max_input_tokens},
             {"max_batch_prefill_tokens", s.max_batch_prefill_tokens},
             {"max_batch_size", s.max_batch_size ? Json(*s.max_batch_size) : Json(nullptr)},
+            {"kv_cache_dtype", p.kv_cache_dtype},
             {"kv_block_size", p.kv_block_size},
             {"kv_num_blocks", p.kv_num_blocks},
             {"prefix_caching", p.prefix_caching},

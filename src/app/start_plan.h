@@ -27,6 +27,7 @@ struct StartPlan {
   ModelLimits limits;
   ServeSettings settings;
   double kv_cache_memory_fraction = 0.5;
+  std::string kv_cache_dtype = "fp32";  // --kv-cache-dtype, or the default for the activations
   int64_t kv_block_size = 16;
   int64_t kv_num_blocks = 0;
   bool prefix_caching = true;

@@ -96,7 +96,7 @@ Result<std::vector<BenchmarkRun>> run_engine_benchmark(LlamaModel& model, Thread
   std::vector<BenchmarkRun> results;
   for (int r = 0; r < warmups + runs; ++r) {
     const BenchmarkCase& run_case = r < warmups ? warmup : c;
-    Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config));
+    Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config, c.kv_dtype));
     RunClock clock;
     const auto start = Clock::now();
     for (const auto& prompt : prompts) {

@@ -21,6 +21,7 @@ struct BenchmarkCase {
   int64_t batch_size = 1;
   int64_t sequence_length = 10;  // prompt tokens per request
   int64_t decode_length = 8;     // generated tokens per request (EOS ignored)
+  DType kv_dtype = DType::kF32;  // the K/V pool's elements (--kv-cache-dtype)
 };
 
 struct BenchmarkRun {

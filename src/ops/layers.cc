@@ -104,18 +104,41 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Te
                             k_cache.dim(1), first_position, scale, pool);
 }
 
+namespace {
+
+// The KV pool's element format for its tensor dtype (KvPool's dtypes only).
+kernels::KvFormat kv_format_of(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return kernels::KvFormat::kF32;
+    case DType::kF16:
+      return kernels::KvFormat::kF16;
+    case DType::kBF16:
+      return kernels::KvFormat::kBF16;
+    case DType::kF8_E4M3:
+      return kernels::KvFormat::kF8E4M3;
+    case DType::kF8_E5M2:
+      return kernels::KvFormat::kF8E5M2;
+    default:
+      LM_CHECK_MSG(false, "not a KV cache dtype");
+      return kernels::KvFormat::kF32;
+  }
+}
+
+}  // namespace
+
 void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
               Tensor& v_pool) {
   LM_CHECK(k.rank() == 2 && k.shape == v.shape && k_pool.rank() == 4 &&
            k_pool.shape == v_pool.shape);
-  LM_CHECK(k.dtype == DType::kF32 && v.dtype == DType::kF32 && k_pool.dtype == DType::kF32 &&
-           v_pool.dtype == DType::kF32);
+  LM_CHECK(k.dtype == DType::kF32 && v.dtype == DType::kF32 && k_pool.dtype == v_pool.dtype);
+  const kernels::KvFormat format = kv_format_of(k_pool.dtype);
   const int64_t kv_dim = k_pool.dim(2) * k_pool.dim(3);
   const int64_t num_slots = k_pool.dim(0) * k_pool.dim(1);
   LM_CHECK(k.dim(1) == kv_dim);
   for (int64_t t = 0; t < k.dim(0); ++t) LM_CHECK(slot_mapping[t] < num_slots);
-  kernels::store_kv(k.as<float>(), v.as<float>(), slot_mapping, k_pool.as<float>(),
-                    v_pool.as<float>(), k.dim(0), kv_dim);
+  kernels::store_kv(k.as<float>(), v.as<float>(), slot_mapping, k_pool.data, v_pool.data, k.dim(0),
+                    kv_dim, format);
 }
 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,
@@ -124,8 +147,8 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
                      const AttentionOptions& options, ThreadPool& pool) {
   LM_CHECK(q.rank() == 2 && out.shape == q.shape && k_pool.rank() == 4 &&
            k_pool.shape == v_pool.shape);
-  LM_CHECK(q.dtype == DType::kF32 && out.dtype == DType::kF32 && k_pool.dtype == DType::kF32 &&
-           v_pool.dtype == DType::kF32);
+  LM_CHECK(q.dtype == DType::kF32 && out.dtype == DType::kF32 && k_pool.dtype == v_pool.dtype);
+  const kernels::KvFormat format = kv_format_of(k_pool.dtype);
   const int64_t num_blocks = k_pool.dim(0), block_size = k_pool.dim(1);
   const int64_t num_kv_heads = k_pool.dim(2), head_dim = k_pool.dim(3);
   LM_CHECK(q.dim(1) % head_dim == 0);
@@ -134,7 +157,7 @@ void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool
   LM_CHECK(num_seqs >= 0 && query_begins[0] == 0 && query_begins[num_seqs] == q.dim(0));
   for (int64_t i = 0; i < num_seqs * max_blocks_per_seq; ++i)
     LM_CHECK(block_tables[i] >= 0 && block_tables[i] < num_blocks);
-  kernels::paged_attention(q.as<float>(), k_pool.as<float>(), v_pool.as<float>(), out.as<float>(),
+  kernels::paged_attention(q.as<float>(), k_pool.data, v_pool.data, format, out.as<float>(),
                            query_begins, first_positions, block_tables, max_blocks_per_seq,
                            num_seqs, num_heads, num_kv_heads, head_dim, block_size,
                            {options.scale, options.sliding_window, options.softcap}, pool);

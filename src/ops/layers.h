@@ -42,7 +42,8 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Te
                int64_t head_dim, int64_t first_position, ThreadPool& pool);
 
 // k, v: [num_tokens, num_kv_heads * head_dim]; k_pool, v_pool: [num_blocks, block_size,
-// num_kv_heads, head_dim]. Token t's rows go to slot slot_mapping[t] (skipped when negative).
+// num_kv_heads, head_dim] in F32, F16, BF16, F8_E4M3 or F8_E5M2 (the KV cache dtypes:
+// kernels/cpu/kv_format.h). Token t's rows go to slot slot_mapping[t] (skipped when negative).
 void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
               Tensor& v_pool);
 

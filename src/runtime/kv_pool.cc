@@ -11,13 +11,51 @@
 
 namespace lm {
 
-KvPool::KvPool(const ModelConfig& config, int64_t num_blocks, int64_t block_size)
-    : num_blocks_(num_blocks), block_size_(block_size) {
+namespace {
+
+bool is_kv_cache_dtype(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
+         dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2;
+}
+
+}  // namespace
+
+std::optional<DType> parse_kv_cache_dtype(std::string_view name) {
+  if (name == "fp8_e4m3fn" || name == "fp8" || name == "fp8_e4m3") return DType::kF8_E4M3;
+  if (name == "fp8_e5m2") return DType::kF8_E5M2;
+  if (name == "fp16" || name == "float16") return DType::kF16;
+  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+  if (name == "fp32" || name == "float32") return DType::kF32;
+  return std::nullopt;
+}
+
+DType default_kv_cache_dtype(bool int8_activation_dots) {
+  return int8_activation_dots ? DType::kF16 : DType::kF32;
+}
+
+std::string_view kv_cache_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return "fp16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF8_E4M3:
+      return "fp8_e4m3fn";
+    case DType::kF8_E5M2:
+      return "fp8_e5m2";
+    default:
+      return "fp32";
+  }
+}
+
+KvPool::KvPool(const ModelConfig& config, int64_t num_blocks, int64_t block_size, DType dtype)
+    : num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
   LM_CHECK(num_blocks >= 2 && block_size >= 1);  // block 0 is reserved
+  LM_CHECK(is_kv_cache_dtype(dtype));
   const Shape shape{num_blocks, block_size, config.num_key_value_heads, config.head_dim};
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
-    keys_.emplace_back(shape);
-    values_.emplace_back(shape);
+    keys_.emplace_back(shape, dtype);
+    values_.emplace_back(shape, dtype);
     view_.k.push_back(keys_.back().view());
     view_.v.push_back(values_.back().view());
   }
@@ -59,12 +97,12 @@ int64_t KvPool::bytes_per_block() const {
   if (keys_.empty()) return 0;
   const Shape& shape = keys_.front().shape();
   return 2 * static_cast<int64_t>(keys_.size()) * block_size_ * shape[2] * shape[3] *
-         static_cast<int64_t>(sizeof(float));
+         dtype_info(dtype_).block_bytes;
 }
 
-int64_t KvPool::bytes_per_token(const ModelConfig& config) {
+int64_t KvPool::bytes_per_token(const ModelConfig& config, DType dtype) {
   return config.num_hidden_layers * 2 * config.num_key_value_heads * config.head_dim *
-         static_cast<int64_t>(sizeof(float));
+         dtype_info(dtype).block_bytes;
 }
 
 }  // namespace lm

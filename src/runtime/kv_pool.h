@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "model/batch_input.h"
@@ -12,15 +14,28 @@
 
 namespace lm {
 
+// The KV cache dtype --kv-cache-dtype names: TGI's fp8_e4m3fn and fp8_e5m2, vLLM's fp8 (E4M3)
+// and fp8_e4m3, and fp16/float16, bf16/bfloat16, fp32/float32; nullopt for anything else.
+std::optional<DType> parse_kv_cache_dtype(std::string_view name);
+// The dtype when none is named: fp16 (llama.cpp's default cache) where the model computes as
+// llama.cpp does (int8 activations over block-quantized weights), fp32 where it computes as
+// transformers does in fp32 (float weights, or int8 activations off), which a rounding cache
+// would no longer match.
+DType default_kv_cache_dtype(bool int8_activation_dots);
+// The name logs and the start plan print (the dtype's TGI spelling).
+std::string_view kv_cache_dtype_name(DType dtype);
+
 class KvPool {
  public:
-  // Per layer [num_blocks, block_size, num_key_value_heads, head_dim] fp32 keys and values.
-  KvPool(const ModelConfig& config, int64_t num_blocks, int64_t block_size);
+  // Per layer [num_blocks, block_size, num_key_value_heads, head_dim] keys and values in `dtype`
+  // (F32, F16, BF16, F8_E4M3 or F8_E5M2: kernels/cpu/kv_format.h says how each is written).
+  KvPool(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
+         DType dtype = DType::kF32);
   KvPool(const KvPool&) = delete;
   KvPool& operator=(const KvPool&) = delete;
 
   // K and V bytes one token takes over all layers (how the launcher sizes the pool).
-  static int64_t bytes_per_token(const ModelConfig& config);
+  static int64_t bytes_per_token(const ModelConfig& config, DType dtype);
 
   // Hands the memory of these blocks back to the OS in every layer (the whole pages inside each
   // block's K and V rows): they read as zeros until written again. Resident memory then follows
@@ -31,11 +46,13 @@ class KvPool {
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
+  DType dtype() const { return dtype_; }
   PagedKvView& view() { return view_; }
 
  private:
   int64_t num_blocks_;
   int64_t block_size_;
+  DType dtype_;
   std::vector<Buffer> keys_;
   std::vector<Buffer> values_;
   PagedKvView view_;

@@ -24,8 +24,11 @@ double seconds_since(std::chrono::steady_clock::time_point& last) {
 
 }  // namespace
 
-ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config)
-    : model_(model), pool_(pool), kv_(model.config(), kv_num_blocks(config), config.block_size) {}
+ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config,
+                             DType kv_dtype)
+    : model_(model),
+      pool_(pool),
+      kv_(model.config(), kv_num_blocks(config), config.block_size, kv_dtype) {}
 
 Status ModelExecutor::check_request(const EngineRequest& request) const {
   return check_request_fits_model(model_.config(), request);

@@ -27,8 +27,10 @@ namespace lm {
 class ModelExecutor final : public Executor {
  public:
   // `model` and `pool` must outlive the executor; while an Engine drives it, only the engine
-  // thread may use them. The K/V pool gets kv_num_blocks(config) blocks of config.block_size.
-  ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config);
+  // thread may use them. The K/V pool gets kv_num_blocks(config) blocks of config.block_size,
+  // elements in kv_dtype (KvPool).
+  ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config,
+                DType kv_dtype = DType::kF32);
 
   Status check_request(const EngineRequest& request) const override;
   Result<std::vector<SampleResult>> execute(const ScheduledBatch& batch) override;

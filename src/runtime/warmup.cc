@@ -12,7 +12,7 @@
 
 namespace lm {
 
-Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens) {
+Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens, DType kv_dtype) {
   if (num_tokens < 1) return Error{"the warm-up needs at least one token"};
   const ModelConfig& config = model.config();
   const int64_t n = std::max<int64_t>(1, std::min(num_tokens, config.max_context() - 1));
@@ -38,7 +38,7 @@ Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens) {
   EngineConfig engine_config;
   engine_config.max_batch_prefill_tokens = n;
   engine_config.max_batch_total_tokens = n + 1;
-  auto executor = std::make_unique<ModelExecutor>(model, pool, engine_config);
+  auto executor = std::make_unique<ModelExecutor>(model, pool, engine_config, kv_dtype);
   executor->set_reject_non_finite_logits(true);
   Engine engine(engine_config, std::move(executor));
   Result<GenerationResult> result = run_to_completion(engine, std::move(request));

@@ -13,6 +13,7 @@ namespace lm {
 
 // Runs a prompt of `num_tokens` ids (clamped so it and its one new token fit the model's context)
 // through `model`. Fails when num_tokens < 1 or the model produces a non-finite logit.
-Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens);
+Status warm_up(LlamaModel& model, ThreadPool& pool, int64_t num_tokens,
+               DType kv_dtype = DType::kF32);
 
 }  // namespace lm

@@ -25,8 +25,10 @@ enum class DType : uint8_t {
   kIQ4_NL,
   kIQ4_XS,
   kI32,
-  kI8,  // quantized checkpoints' integer tensors (compressed-tensors' int8 weights)
-  kI64  // compressed-tensors' weight_shape
+  kI8,       // quantized checkpoints' integer tensors (compressed-tensors' int8 weights)
+  kI64,      // compressed-tensors' weight_shape
+  kF8_E4M3,  // the KV cache's FP8 formats (--kv-cache-dtype)
+  kF8_E5M2
 };
 
 struct DTypeInfo {

@@ -58,8 +58,14 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   a.lora_adapters = "org/adapter";
   EXPECT_NE(check_error(a).find("--lora-adapters is not supported yet"), std::string::npos);
   a = {};
-  a.kv_cache_dtype = "fp8_e4m3fn";
-  EXPECT_NE(check_error(a).find("--kv-cache-dtype"), std::string::npos);
+  a.kv_cache_dtype = "fp4";
+  EXPECT_EQ(check_error(a),
+            "--kv-cache-dtype fp4: expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32");
+  for (const char* name : {"fp8_e4m3fn", "fp8_e5m2", "fp8", "fp16", "bf16", "fp32"}) {
+    a = {};
+    a.kv_cache_dtype = name;
+    EXPECT_EQ(check_error(a), "") << name;
+  }
   a = {};
   a.device = "cuda";
   EXPECT_NE(check_error(a).find("CPU backend only"), std::string::npos);

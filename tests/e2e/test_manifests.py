@@ -94,7 +94,7 @@ def test_log_level_from_the_environment():
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),
     ({"LORA_ADAPTERS": "org/adapter"}, "--lora-adapters is not supported yet"),
-    ({"KV_CACHE_DTYPE": "fp8_e5m2"}, "--kv-cache-dtype is not supported yet"),
+    ({"KV_CACHE_DTYPE": "fp4"}, "expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32"),
     ({"DTYPE": "float8"}, "`dtype` must be one of float16, bfloat16, float32"),
     ({"ROPE_SCALING": "yarn"}, "`rope_scaling` must be one of linear, dynamic"),
 ])  # fmt: skip
@@ -116,7 +116,8 @@ def test_version():
 def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     r = run_launcher(["--model-id", MODEL, "--dry-run", "--port", "1"])
     assert r.returncode == 0, r.stderr
-    for line in ("Weights in memory:", "KV bytes per token: 46080", "max_batch_total_tokens: ",
+    for line in ("Weights in memory:", "KV cache dtype: fp16, 23040 bytes per token",
+                 "max_batch_total_tokens: ",
                  "max_total_tokens: 8192", "max_input_tokens: 8191", "max_batch_prefill_tokens: 4096",
                  "KV budget from ", "Step latency target: 300 ms"):  # fmt: skip
         assert line in r.stdout, (line, r.stdout)
@@ -128,8 +129,10 @@ def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     plan = json.loads(lines[-1])  # log lines (JSON too) come first, the plan last
     assert all("fields" in json.loads(line) for line in lines[:-1])
     mem = plan["memory"]
-    # SmolLM2-135M: 30 layers x 3 KV heads x 64 dims x (K + V) x fp32.
-    assert mem["kv_bytes_per_token"] == 30 * 3 * 64 * 2 * 4
+    # SmolLM2-135M: 30 layers x 3 KV heads x 64 dims x (K + V) x fp16 (the default cache for
+    # block-quantized weights with int8 activations).
+    assert plan["kv_cache_dtype"] == "fp16"
+    assert mem["kv_bytes_per_token"] == 30 * 3 * 64 * 2 * 2
     assert 80e6 < mem["weights_bytes"] < 110e6  # the Q4_1 file's matrices, held as stored
     assert plan["weights"]["stored_dtypes"] == "Q4_1, Q8_0"
     left = mem["available_bytes"] - mem["weights_bytes"] - mem["margin_bytes"]
@@ -142,6 +145,40 @@ def test_dry_run_prints_the_memory_plan_and_serves_nothing():
     assert plan["max_step_latency_ms"] == 300
     r = run_launcher(["--model-id", MODEL, "--dry-run", "--max-step-latency-ms", "0"])
     assert "Step latency target: off" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(("args", "env", "dtype", "element_bytes"), [
+    ([], {"KV_CACHE_DTYPE": "fp8_e4m3fn"}, "fp8_e4m3fn", 1),  # TGI's names
+    ([], {"KV_CACHE_DTYPE": "fp8_e5m2"}, "fp8_e5m2", 1),
+    (["--kv-cache-dtype", "fp8"], {}, "fp8_e4m3fn", 1),  # vLLM's
+    (["--kv-cache-dtype", "bf16"], {}, "bf16", 2),
+    (["--kv-cache-dtype", "fp32"], {}, "fp32", 4),
+    ([], {"INT8_ACTIVATIONS": "false"}, "fp32", 4),  # the transformers-exact mode keeps fp32
+])  # fmt: skip
+def test_kv_cache_dtype_sets_the_bytes_per_token_and_the_token_budget(args, env, dtype,
+                                                                      element_bytes):
+    r = run_launcher(["--model-id", MODEL, "--dry-run", "--json-output", *args], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout.strip().splitlines()[-1])
+    mem = plan["memory"]
+    assert plan["kv_cache_dtype"] == dtype
+    assert mem["kv_bytes_per_token"] == 30 * 3 * 64 * 2 * element_bytes
+    # MAX_BATCH_TOTAL_TOKENS inferred from free memory: a smaller element, more tokens.
+    assert plan["max_batch_total_tokens"] == mem["kv_budget_bytes"] // mem["kv_bytes_per_token"]
+
+
+def test_a_float_checkpoint_keeps_an_fp32_cache_by_default():
+    r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["kv_cache_dtype"] == "fp32"
+
+
+def test_an_fp8_cache_serves_and_says_so():
+    with launch_server(env={"KV_CACHE_DTYPE": "fp8_e4m3fn"}) as s:
+        r = s.post("/generate", gen_body("The capital of France is", max_new_tokens=8))
+        assert r.status_code == 200, r.text
+        assert r.json()["generated_text"].strip()
+        assert ", fp8_e4m3fn, prefix caching" in s.stdout() + s.stderr()
 
 
 def test_cpu_isa_caps_the_kernels_and_says_so():

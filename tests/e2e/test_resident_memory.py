@@ -8,8 +8,9 @@ import time
 
 from conftest import LAUNCHER, MODEL, launch_server
 
-# The default model: 30 layers x 2 (K, V) x 3 KV heads x 64 dims x 4 bytes per token.
-KV_BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 4
+# The default model: 30 layers x 2 (K, V) x 3 KV heads x 64 dims x 2 bytes per token (its
+# default fp16 cache).
+KV_BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 2
 BLOCK_BYTES = 16 * KV_BYTES_PER_TOKEN
 PROMPTS = 10
 BUDGET_MIB = 4

@@ -271,6 +271,76 @@ TEST(PagedAttention, OutputMayAliasQuery) {
   EXPECT_EQ(b.q, out);
 }
 
+// A pool in fp16, bf16 or FP8 (--kv-cache-dtype) gives exactly what an fp32 pool holding its
+// decoded values gives: decode, prefill chunks, the decode split over threads, windows and
+// soft-capping, at every ISA level and thread count.
+TEST(PagedAttention, EveryKvFormatGivesTheFp32ResultOfItsDecodedValues) {
+  ThreadPool one(1), two(2);
+  const Case cases[] = {
+      {9, 3, 64, 16, {{700, 1}}},                 // split decode (SmolLM2's shape)
+      {8, 2, 64, 16, {{75, 60}, {0, 33}}},        // prefill chunks of 32 rows
+      {4, 2, 16, 4, {{5, 3}, {0, 6}}},            // small blocks
+      {8, 2, 64, 16, {{900, 1}, {300, 5}}, 400},  // sliding window
+      {4, 1, 32, 8, {{40, 7}}, 0, 30.0f},         // soft-capped scores
+  };
+  uint32_t seed = 90;
+  for (KvFormat format : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kF8E4M3, KvFormat::kF8E5M2}) {
+    for (const Case& c : cases) {
+      const PagedBatch b = make_batch(c, seed++);
+      const auto num_seqs = static_cast<int64_t>(c.seqs.size());
+      const auto n = static_cast<int64_t>(b.k_pool.size());
+      std::vector<uint8_t> k_encoded(static_cast<size_t>(n * kv_element_bytes(format)));
+      std::vector<uint8_t> v_encoded(k_encoded.size());
+      encode_kv_row(b.k_pool.data(), k_encoded.data(), n, format);
+      encode_kv_row(b.v_pool.data(), v_encoded.data(), n, format);
+      std::vector<float> k_decoded(b.k_pool.size()), v_decoded(b.v_pool.size());
+      decode_kv_row(scalar_kernels(), format, k_encoded.data(), k_decoded.data(), n);
+      decode_kv_row(scalar_kernels(), format, v_encoded.data(), v_decoded.data(), n);
+      for (Isa isa : testing::supported_isas()) {
+        for (ThreadPool* pool : {&one, &two}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " format " +
+                       std::to_string(static_cast<int>(format)) + " heads " +
+                       std::to_string(c.num_heads) + " threads " +
+                       std::to_string(pool->num_threads()));
+          std::vector<float> expected(b.q.size(), -5.0f), got(b.q.size(), -7.0f);
+          const AttentionOptions options{0.125f, c.sliding_window, c.softcap};
+          paged_attention(b.q.data(), k_decoded.data(), v_decoded.data(), expected.data(),
+                          b.query_begins.data(), b.first_positions.data(), b.block_tables.data(),
+                          b.max_blocks, num_seqs, c.num_heads, c.num_kv_heads, c.head_dim,
+                          c.block_size, options, *pool, isa);
+          paged_attention(b.q.data(), k_encoded.data(), v_encoded.data(), format, got.data(),
+                          b.query_begins.data(), b.first_positions.data(), b.block_tables.data(),
+                          b.max_blocks, num_seqs, c.num_heads, c.num_kv_heads, c.head_dim,
+                          c.block_size, options, *pool, isa);
+          EXPECT_EQ(got, expected);
+        }
+      }
+    }
+  }
+}
+
+TEST(StoreKv, WritesEncodedRowsToTheirSlots) {
+  const int64_t kv_dim = 3;
+  const std::vector<float> k = {1.0f, 2.5f, -3.0f, 1000.0f, 0.1f, 6.0f};
+  const std::vector<float> v = {-1.0f, 0.3f, 7.0f, 8.0f, -9.0f, 0.0f};
+  const int64_t slots[] = {2, 0};
+  for (KvFormat format : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kF8E4M3, KvFormat::kF8E5M2}) {
+    const int64_t row_bytes = kv_dim * kv_element_bytes(format);
+    std::vector<uint8_t> k_pool(static_cast<size_t>(3 * row_bytes), 0xAB), v_pool(k_pool);
+    store_kv(k.data(), v.data(), slots, k_pool.data(), v_pool.data(), 2, kv_dim, format);
+    for (int64_t t = 0; t < 2; ++t) {
+      std::vector<uint8_t> k_row(static_cast<size_t>(row_bytes)), v_row(k_row);
+      encode_kv_row(k.data() + t * kv_dim, k_row.data(), kv_dim, format);
+      encode_kv_row(v.data() + t * kv_dim, v_row.data(), kv_dim, format);
+      EXPECT_TRUE(std::equal(k_row.begin(), k_row.end(), k_pool.begin() + slots[t] * row_bytes));
+      EXPECT_TRUE(std::equal(v_row.begin(), v_row.end(), v_pool.begin() + slots[t] * row_bytes));
+    }
+    // Slot 1 was not written.
+    EXPECT_TRUE(std::all_of(k_pool.begin() + row_bytes, k_pool.begin() + 2 * row_bytes,
+                            [](uint8_t x) { return x == 0xAB; }));
+  }
+}
+
 TEST(StoreKv, WritesEachTokenToItsSlotAndSkipsNegativeSlots) {
   const int64_t kv_dim = 3;
   const std::vector<float> k = {1, 2, 3, 4, 5, 6, 7, 8, 9};

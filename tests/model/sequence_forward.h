@@ -19,10 +19,10 @@ class SequenceForward {
  public:
   static constexpr int64_t kBlockSize = 16;
 
-  // K/V room for `capacity` positions.
-  SequenceForward(LlamaModel& model, int64_t capacity)
+  // K/V room for `capacity` positions, in kv_dtype.
+  SequenceForward(LlamaModel& model, int64_t capacity, DType kv_dtype = DType::kF32)
       : model_(model),
-        kv_(model.config(), (capacity + kBlockSize - 1) / kBlockSize + 1, kBlockSize) {}
+        kv_(model.config(), (capacity + kBlockSize - 1) / kBlockSize + 1, kBlockSize, kv_dtype) {}
 
   // Runs `ids` at the positions after those already run. Returns logits [1, vocab_size] for the
   // last token, or [ids.size(), vocab_size] for every token when all_logits.

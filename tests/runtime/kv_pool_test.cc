@@ -72,5 +72,46 @@ TEST(KvPool, OnlyWholePagesInsideABlockAreReturned) {
   }
 }
 
+// --kv-cache-dtype: the element size sets the bytes per token (the launcher sizes the pool, and
+// MAX_BATCH_TOTAL_TOKENS, from it) and per block, and the tensors' dtype.
+TEST(KvPool, TheDtypeSetsTheBytesOfATokenAndOfABlock) {
+  const ModelConfig config = shape(32, 32, 128);  // Llama-2-7B
+  EXPECT_EQ(KvPool::bytes_per_token(config, DType::kF32), 1 << 20);
+  EXPECT_EQ(KvPool::bytes_per_token(config, DType::kF16), 1 << 19);
+  EXPECT_EQ(KvPool::bytes_per_token(config, DType::kBF16), 1 << 19);
+  EXPECT_EQ(KvPool::bytes_per_token(config, DType::kF8_E4M3), 1 << 18);
+  EXPECT_EQ(KvPool::bytes_per_token(config, DType::kF8_E5M2), 1 << 18);
+  const ModelConfig small = shape(2, 4, 64);
+  KvPool pool(small, 600, 4, DType::kF16);  // > 1 MiB per layer buffer: mapped memory
+  EXPECT_EQ(pool.dtype(), DType::kF16);
+  EXPECT_EQ(pool.bytes_per_block(), 4 * KvPool::bytes_per_token(small, DType::kF16));
+  for (const Tensor& t : pool.view().k) EXPECT_EQ(t.dtype, DType::kF16);
+  // A returned block's pages go back in a 16-bit pool too: 4 tokens x 4 heads x 64 dims x 2
+  // bytes is half a page, so blocks 6 and 7 make page 3.
+  for (Tensor& t : pool.view().k) std::fill_n(t.as<uint16_t>(), t.numel(), uint16_t{0x3c00});
+  pool.return_pages({6, 7});
+  for (const Tensor& t : pool.view().k) {
+    const auto* base = t.as<uint16_t>();
+    for (int64_t i = 6 * 1024; i < 8 * 1024; ++i) ASSERT_EQ(base[i], 0) << i;
+    ASSERT_EQ(base[6 * 1024 - 1], 0x3c00);
+    ASSERT_EQ(base[8 * 1024], 0x3c00);
+  }
+}
+
+TEST(KvPool, KvCacheDtypeNamesAndDefault) {
+  EXPECT_EQ(parse_kv_cache_dtype("fp8_e4m3fn"), DType::kF8_E4M3);  // TGI's names
+  EXPECT_EQ(parse_kv_cache_dtype("fp8_e5m2"), DType::kF8_E5M2);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8"), DType::kF8_E4M3);  // vLLM's
+  EXPECT_EQ(parse_kv_cache_dtype("fp8_e4m3"), DType::kF8_E4M3);
+  EXPECT_EQ(parse_kv_cache_dtype("float16"), DType::kF16);
+  EXPECT_EQ(parse_kv_cache_dtype("bf16"), DType::kBF16);
+  EXPECT_EQ(parse_kv_cache_dtype("fp32"), DType::kF32);
+  EXPECT_EQ(parse_kv_cache_dtype("auto"), std::nullopt);
+  EXPECT_EQ(parse_kv_cache_dtype("int8"), std::nullopt);
+  EXPECT_EQ(kv_cache_dtype_name(DType::kF8_E4M3), "fp8_e4m3fn");
+  EXPECT_EQ(default_kv_cache_dtype(true), DType::kF16);
+  EXPECT_EQ(default_kv_cache_dtype(false), DType::kF32);
+}
+
 }  // namespace
 }  // namespace lm

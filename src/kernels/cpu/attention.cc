@@ -19,8 +19,8 @@ void attention_causal(const float* q, const float* k_cache, const float* v_cache
   std::vector<int64_t> offsets(static_cast<size_t>(first_position + num_tokens));
   for (size_t p = 0; p < offsets.size(); ++p) offsets[p] = static_cast<int64_t>(p) * kv_row_stride;
   const AttentionSequence sequence{0, num_tokens, first_position, offsets.data()};
-  attend_sequences(isa_kernels(isa), q, out, &sequence, 1, k_cache, v_cache, num_heads,
-                   num_kv_heads, head_dim, scale, /*softcap=*/0.0f, pool);
+  attend_sequences(isa_kernels(isa), q, out, &sequence, 1, {k_cache, v_cache, KvFormat::kF32},
+                   num_heads, num_kv_heads, head_dim, scale, /*softcap=*/0.0f, pool);
 }
 
 }  // namespace lm::kernels

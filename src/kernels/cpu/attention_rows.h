@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cpu/kv_format.h"
 #include "kernels/cpu/lane_math.h"
 
 namespace lm::kernels {
@@ -223,6 +224,68 @@ static inline void transpose8(__m256 (&r)[8]) {
   }
 }
 
+// How the decode kernels below load 8 consecutive K/V elements of a cache as fp32: one policy per
+// KvFormat (kv_format.h), each giving exactly the values decode_kv_row gives, so a kernel reading
+// the cache in place computes what it computes on decoded fp32 rows, the same bits.
+struct F32Elements {
+  using T = float;
+  static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct F16Elements {
+  using T = uint16_t;
+  static __m256 load8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+struct BF16Elements {
+  using T = uint16_t;
+  static __m256 load8(const uint16_t* p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+// E4M3 is fp16 with 4 exponent bits, bias 7 and the low 7 mantissa bits dropped: its bits moved
+// into fp16's places give the value / 2^8 (subnormals included), so a multiply by 256 (exact)
+// restores it; S.1111.111, its NaN, is made fp16's NaN.
+struct E4M3Elements {
+  using T = uint8_t;
+  static __m256 load8(const uint8_t* p) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i magnitude = _mm_and_si128(b, _mm_set1_epi16(0x7f));
+    __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8),
+                             _mm_slli_epi16(magnitude, 7));
+    const __m128i nan = _mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7f));
+    h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+  }
+};
+// E5M2 is the high byte of an fp16.
+struct E5M2Elements {
+  using T = uint8_t;
+  static __m256 load8(const uint8_t* p) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(_mm_slli_epi16(b, 8));
+  }
+};
+
+// f.template operator()<E>() with E the policy of `format`.
+template <typename F>
+static void with_elements(KvFormat format, const F& f) {
+  switch (format) {
+    case KvFormat::kF32:
+      return f.template operator()<F32Elements>();
+    case KvFormat::kF16:
+      return f.template operator()<F16Elements>();
+    case KvFormat::kBF16:
+      return f.template operator()<BF16Elements>();
+    case KvFormat::kF8E4M3:
+      return f.template operator()<E4M3Elements>();
+    case KvFormat::kF8E5M2:
+      return f.template operator()<E5M2Elements>();
+  }
+}
+
 // One row's online-softmax step over a tile of positions-in-lanes kernels (attend_keys_in_lanes,
 // values_in_lanes): the tile's max from its scaled scores sc[0, tile), the correction of what came
 // before (acc dims [d_begin, d_end) and the denominator), then the weights w = exp(score - max)
@@ -253,10 +316,12 @@ static inline void softmax_tile(const float* sc, float* w, int64_t tile, int64_t
 // Requests into L2 the floats [d_begin, d_end) of the rows of positions [j_begin, j_end) at
 // base + offsets[j]: a KV head's rows are one cache slot apart, too scattered for the hardware
 // prefetchers. (Into L1 the requests stalled on its few fill buffers.)
-static inline void request_rows(const float* base, const int64_t* offsets, int64_t j_begin,
+template <typename T>
+static inline void request_rows(const T* base, const int64_t* offsets, int64_t j_begin,
                                 int64_t j_end, int64_t d_begin, int64_t d_end) {
+  constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(T));  // elements per cache line
   for (int64_t j = j_begin; j < j_end; ++j) {
-    for (int64_t d = d_begin; d < d_end; d += 16)
+    for (int64_t d = d_begin; d < d_end; d += kLine)
       _mm_prefetch(reinterpret_cast<const char*>(base + offsets[j] + d), _MM_HINT_T1);
   }
 }
@@ -269,11 +334,12 @@ static inline void request_rows(const float* base, const int64_t* offsets, int64
 // by position; V: one FMA per position in order), so a row's result is the same bits as in the
 // rows-in-lanes kernel. R rows; J blocks of 8 positions and D blocks of 8 dimensions at a time
 // give the FMA chains room to overlap. head_dim must be a multiple of 8.
-template <int R, int J, int D>
+template <int R, int J, int D, typename E = F32Elements>
 static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_rows,
-                                 const int64_t* num_positions, const float* k, const float* v,
-                                 const int64_t* offsets, int64_t head_dim, float scale,
-                                 float* scratch) {
+                                 const int64_t* num_positions, const typename E::T* k,
+                                 const typename E::T* v, const int64_t* offsets, int64_t head_dim,
+                                 float scale, float* scratch) {
+  using T = typename E::T;
   using Y = lanes::Ymm;
   using S = lanes::Scalar;
   constexpr int64_t kTile = kAttentionPositionTile;
@@ -299,13 +365,13 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
       for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
     }
     for (int64_t j = 0; j < tile; ++j) {
-      const float* vj = v + offsets[p0 + j] + d0;
+      const T* vj = v + offsets[p0 + j] + d0;
       __m256 w[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) w[r] = Y::set1(weights[r * kTile + j]);
 #pragma GCC unroll 8
       for (int b = 0; b < DD; ++b) {
-        const __m256 vb = Y::load(vj + 8 * b);
+        const __m256 vb = E::load8(vj + 8 * b);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) a[b][r] = Y::fmadd(w[r], vb, a[b][r]);
       }
@@ -325,7 +391,7 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
     request_rows(v, offsets, p0, p0 + tile, 0, head_dim);
     // Scores for 8 * J positions at a time (missing ones read position p0 and are masked).
     for (int64_t j0 = 0; j0 < tile; j0 += 8 * J) {
-      const float* keys[J][8];
+      const T* keys[J][8];
 #pragma GCC unroll 8
       for (int b = 0; b < J; ++b) {
 #pragma GCC unroll 8
@@ -345,7 +411,7 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
         for (int b = 0; b < J; ++b) {
           __m256 kt[8];
 #pragma GCC unroll 8
-          for (int i = 0; i < 8; ++i) kt[i] = _mm256_loadu_ps(keys[b][i] + d0);
+          for (int i = 0; i < 8; ++i) kt[i] = E::load8(keys[b][i] + d0);
           transpose8(kt);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
@@ -395,10 +461,11 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
 // does (a few scalar operations and one exp per position, repeated by every thread that calls
 // it), and the V accumulation for head dims [d_begin, d_end) only (multiples of 8): each
 // dimension's FMA chain is the one the whole kernel runs.
-template <int R>
+template <int R, typename E = F32Elements>
 static void scores_in_lanes(const float* const* q_rows, const int64_t* num_positions,
-                            const float* k, const int64_t* offsets, int64_t head_dim, float scale,
-                            int64_t p_begin, int64_t p_end, float* scores, int64_t stride) {
+                            const typename E::T* k, const int64_t* offsets, int64_t head_dim,
+                            float scale, int64_t p_begin, int64_t p_end, float* scores,
+                            int64_t stride) {
   using Y = lanes::Ymm;
   int64_t max_positions = 0;
   for (int r = 0; r < R; ++r) max_positions = std::max(max_positions, num_positions[r]);
@@ -409,7 +476,7 @@ static void scores_in_lanes(const float* const* q_rows, const int64_t* num_posit
     // threads, 3 alternating runs: 4.4-4.5 -> 3.2-3.4 ms per token).
     request_rows(k, offsets, p0 + 16, std::min(p0 + 24, std::min(p_end, max_positions)), 0,
                  head_dim);
-    const float* keys[8];
+    const typename E::T* keys[8];
     for (int i = 0; i < 8; ++i) keys[i] = k + offsets[p0 + i < max_positions ? p0 + i : p_begin];
     __m256 s[R];
 #pragma GCC unroll 8
@@ -417,7 +484,7 @@ static void scores_in_lanes(const float* const* q_rows, const int64_t* num_posit
     for (int64_t d0 = 0; d0 < head_dim; d0 += 8) {
       __m256 kt[8];
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) kt[i] = _mm256_loadu_ps(keys[i] + d0);
+      for (int i = 0; i < 8; ++i) kt[i] = E::load8(keys[i] + d0);
       transpose8(kt);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -438,9 +505,9 @@ static void scores_in_lanes(const float* const* q_rows, const int64_t* num_posit
 }
 
 // scratch: (R + 1) * head_dim + R * kAttentionPositionTile floats (at most scratch_floats).
-template <int R>
+template <int R, typename E = F32Elements>
 static void values_in_lanes(const float* scores, int64_t stride, const int64_t* num_positions,
-                            const float* v, const int64_t* offsets, int64_t head_dim,
+                            const typename E::T* v, const int64_t* offsets, int64_t head_dim,
                             int64_t d_begin, int64_t d_end, float* const* out_rows,
                             float* scratch) {
   using Y = lanes::Ymm;
@@ -473,7 +540,7 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) a[r] = Y::load(acc + r * head_dim + d0);
       for (int64_t j = 0; j < tile; ++j) {
-        const __m256 vb = Y::load(v + offsets[p0 + j] + d0);
+        const __m256 vb = E::load8(v + offsets[p0 + j] + d0);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) a[r] = Y::fmadd(Y::set1(weights[r * kTile + j]), vb, a[r]);
       }
@@ -521,6 +588,60 @@ static void with_rows(int64_t num_rows, const F& f) {
   with_rows(num_rows, [&]<int R>() {
     values_in_lanes<R>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
                        out_rows, scratch);
+  });
+}
+
+// The same decode kernels reading K/V in place in a KvFormat cache (IsaKernels::attend_rows_kv,
+// attend_scores_kv, attend_values_kv): 1 to 4 rows, head_dim a multiple of 8.
+[[maybe_unused]] static void attend_decode_kv(KvFormat format, const float* const* q_rows,
+                                              float* const* out_rows, const int64_t* num_positions,
+                                              int64_t num_rows, const void* k, const void* v,
+                                              const int64_t* offsets, int64_t head_dim, float scale,
+                                              float* scratch) {
+  with_elements(format, [&]<typename E>() {
+    using T = typename E::T;
+    const auto* kt = static_cast<const T*>(k);
+    const auto* vt = static_cast<const T*>(v);
+    switch (num_rows) {
+      case 1:
+        return attend_keys_in_lanes<1, 4, 4, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      case 2:
+        return attend_keys_in_lanes<2, 2, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      case 3:
+        return attend_keys_in_lanes<3, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      default:
+        return attend_keys_in_lanes<4, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+    }
+  });
+}
+
+[[maybe_unused]] static void scores_kv(KvFormat format, const float* const* q_rows,
+                                       const int64_t* num_positions, int64_t num_rows,
+                                       const void* k, const int64_t* offsets, int64_t head_dim,
+                                       float scale, int64_t p_begin, int64_t p_end, float* scores,
+                                       int64_t stride) {
+  with_elements(format, [&]<typename E>() {
+    with_rows(num_rows, [&]<int R>() {
+      scores_in_lanes<R, E>(q_rows, num_positions, static_cast<const typename E::T*>(k), offsets,
+                            head_dim, scale, p_begin, p_end, scores, stride);
+    });
+  });
+}
+
+[[maybe_unused]] static void values_kv(KvFormat format, const float* scores, int64_t stride,
+                                       const int64_t* num_positions, int64_t num_rows,
+                                       const void* v, const int64_t* offsets, int64_t head_dim,
+                                       int64_t d_begin, int64_t d_end, float* const* out_rows,
+                                       float* scratch) {
+  with_elements(format, [&]<typename E>() {
+    with_rows(num_rows, [&]<int R>() {
+      values_in_lanes<R, E>(scores, stride, num_positions, static_cast<const typename E::T*>(v),
+                            offsets, head_dim, d_begin, d_end, out_rows, scratch);
+    });
   });
 }
 

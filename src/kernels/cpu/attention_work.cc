@@ -59,14 +59,69 @@ ChunkRows rows_of(const Chunk& chunk, const AttentionSequence& seq, const float*
   return rows;
 }
 
+// The fp32 K/V rows a chunk's kernel reads: the cache's own rows (fp32 caches), or its positions
+// decoded into scratch, position p at p * head_dim.
+struct StagedRows {
+  const float* k;
+  const float* v;
+  const int64_t* offsets;
+};
+
+// Offsets 0, head_dim, 2 * head_dim, ... for at least n positions (scratch rows).
+const int64_t* scratch_offsets(int64_t n, int64_t head_dim) {
+  thread_local std::vector<int64_t> offsets;
+  thread_local int64_t offsets_head_dim = 0;
+  if (offsets_head_dim != head_dim) offsets.clear();
+  offsets_head_dim = head_dim;
+  for (auto p = static_cast<int64_t>(offsets.size()); p < n; ++p) offsets.push_back(p * head_dim);
+  return offsets.data();
+}
+
+// Decodes positions [p_begin, p_end) of KV head kv_head of `seq` into k_dst / v_dst (position p
+// at p * head_dim).
+void decode_positions(const IsaKernels& kernels, const KvRows& kv, const AttentionSequence& seq,
+                      int64_t kv_head, int64_t head_dim, int64_t p_begin, int64_t p_end,
+                      float* k_dst, float* v_dst) {
+  const int64_t element_bytes = kv_element_bytes(kv.format);
+  const auto* k = static_cast<const unsigned char*>(kv.k);
+  const auto* v = static_cast<const unsigned char*>(kv.v);
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const int64_t at = (seq.offsets[p] + kv_head * head_dim) * element_bytes;
+    decode_kv_row(kernels, kv.format, k + at, k_dst + p * head_dim, head_dim);
+    decode_kv_row(kernels, kv.format, v + at, v_dst + p * head_dim, head_dim);
+  }
+}
+
+// A chunk's rows: straight from an fp32 cache, else decoded into this thread's scratch (valid
+// until its next call).
+StagedRows stage_chunk(const IsaKernels& kernels, const KvRows& kv, const AttentionSequence& seq,
+                       int64_t kv_head, int64_t num_positions, int64_t head_dim) {
+  if (kv.format == KvFormat::kF32) {
+    return {static_cast<const float*>(kv.k) + kv_head * head_dim,
+            static_cast<const float*>(kv.v) + kv_head * head_dim, seq.offsets};
+  }
+  thread_local std::vector<float> k_rows, v_rows;
+  const auto floats = static_cast<size_t>(num_positions * head_dim);
+  if (k_rows.size() < floats) {
+    k_rows.resize(floats);
+    v_rows.resize(floats);
+  }
+  decode_positions(kernels, kv, seq, kv_head, head_dim, 0, num_positions, k_rows.data(),
+                   v_rows.data());
+  return {k_rows.data(), v_rows.data(), scratch_offsets(num_positions, head_dim)};
+}
+
 // One sequence of a model with few KV heads leaves threads idle when each chunk goes to one
 // thread (SmolLM2: 3 KV heads on 2 threads). Its decode chunks are split instead, in two passes
 // over the pool: every thread scores a share of each chunk's positions, then runs the softmax and
 // the V sums for a share of each chunk's head dims (IsaKernels::attend_scores / attend_values:
 // the same bits as one attend_rows call per chunk).
 bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
-                const std::vector<ChunkRows>& rows, int64_t head_dim) {
+                const std::vector<ChunkRows>& rows, int64_t head_dim, KvFormat format) {
   if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
+    return false;
+  if (format != KvFormat::kF32 &&
+      (kernels.attend_scores_kv == nullptr || kernels.attend_values_kv == nullptr))
     return false;
   for (size_t c = 0; c < chunks.size(); ++c) {
     if (chunks[c].num_rows > 4 || rows[c].max_positions < kSplitMinPositions) return false;
@@ -82,9 +137,16 @@ int64_t share_boundary(int64_t n, int64_t u, int64_t parts, int64_t end) {
 
 void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
                   const std::vector<ChunkRows>& rows, const AttentionSequence* sequences,
-                  const float* k, const float* v, int64_t head_dim, float scale, ThreadPool& pool) {
+                  const KvRows& kv, int64_t head_dim, float scale, ThreadPool& pool) {
   const auto num_chunks = static_cast<int64_t>(chunks.size());
   const int64_t threads = pool.num_threads();
+  // K/V rows of chunk c's KV head: element offsets from these, in the cache's format (read in
+  // place by the _kv kernels when it is not fp32).
+  const int64_t element_bytes = kv_element_bytes(kv.format);
+  const auto head_base = [&](const void* base, int64_t c) {
+    return static_cast<const unsigned char*>(base) + chunks[c].kv_head * head_dim * element_bytes;
+  };
+  const bool in_place = kv.format != KvFormat::kF32;
   // Scores of chunk c: num_rows rows of strides[c] floats (positions padded to a multiple of 8).
   std::vector<int64_t> strides(static_cast<size_t>(num_chunks));
   std::vector<int64_t> first_score(static_cast<size_t>(num_chunks) + 1, 0);
@@ -101,10 +163,16 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
       const int64_t p_begin = share_boundary(rows[c].max_positions, t, threads, strides[c]);
       const int64_t p_end = share_boundary(rows[c].max_positions, t + 1, threads, strides[c]);
       if (p_begin >= p_end) continue;
-      kernels.attend_scores(rows[c].q, rows[c].num_positions, chunks[c].num_rows,
-                            k + chunks[c].kv_head * head_dim, sequences[chunks[c].sequence].offsets,
-                            head_dim, scale, p_begin, p_end, scores.data() + first_score[c],
-                            strides[c]);
+      const int64_t* offsets = sequences[chunks[c].sequence].offsets;
+      if (in_place) {
+        kernels.attend_scores_kv(kv.format, rows[c].q, rows[c].num_positions, chunks[c].num_rows,
+                                 head_base(kv.k, c), offsets, head_dim, scale, p_begin, p_end,
+                                 scores.data() + first_score[c], strides[c]);
+      } else {
+        kernels.attend_scores(rows[c].q, rows[c].num_positions, chunks[c].num_rows,
+                              reinterpret_cast<const float*>(head_base(kv.k, c)), offsets, head_dim,
+                              scale, p_begin, p_end, scores.data() + first_score[c], strides[c]);
+      }
     }
   });
   // Pass 2: item c * threads + u: share u of chunk c's head dims.
@@ -116,10 +184,17 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
       const int64_t d_begin = share_boundary(head_dim, u, threads, head_dim);
       const int64_t d_end = share_boundary(head_dim, u + 1, threads, head_dim);
       if (d_begin >= d_end) continue;
-      kernels.attend_values(scores.data() + first_score[c], strides[c], rows[c].num_positions,
-                            chunks[c].num_rows, v + chunks[c].kv_head * head_dim,
-                            sequences[chunks[c].sequence].offsets, head_dim, d_begin, d_end,
-                            rows[c].out, scratch.data());
+      const int64_t* offsets = sequences[chunks[c].sequence].offsets;
+      if (in_place) {
+        kernels.attend_values_kv(kv.format, scores.data() + first_score[c], strides[c],
+                                 rows[c].num_positions, chunks[c].num_rows, head_base(kv.v, c),
+                                 offsets, head_dim, d_begin, d_end, rows[c].out, scratch.data());
+      } else {
+        kernels.attend_values(scores.data() + first_score[c], strides[c], rows[c].num_positions,
+                              chunks[c].num_rows,
+                              reinterpret_cast<const float*>(head_base(kv.v, c)), offsets, head_dim,
+                              d_begin, d_end, rows[c].out, scratch.data());
+      }
     }
   });
 }
@@ -127,9 +202,9 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
 }  // namespace
 
 void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
-                      const AttentionSequence* sequences, int64_t num_sequences, const float* k,
-                      const float* v, int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
-                      float scale, float softcap, ThreadPool& pool) {
+                      const AttentionSequence* sequences, int64_t num_sequences, const KvRows& kv,
+                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, float scale,
+                      float softcap, ThreadPool& pool) {
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && head_dim > 0);
   const int64_t group_size = num_heads / num_kv_heads;
   std::vector<Chunk> chunks;
@@ -148,8 +223,8 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
       rows.push_back(
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim));
     }
-    if (split_pays(kernels, chunks, rows, head_dim)) {
-      split_chunks(kernels, chunks, rows, sequences, k, v, head_dim, scale, pool);
+    if (split_pays(kernels, chunks, rows, head_dim, kv.format)) {
+      split_chunks(kernels, chunks, rows, sequences, kv, head_dim, scale, pool);
       return;
     }
   }
@@ -161,15 +236,25 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
       const Chunk& chunk = chunks[static_cast<size_t>(c)];
       const ChunkRows r =
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim);
+      // A decode group over a 16/8-bit cache: read in place (no scratch round trip).
+      if (kv.format != KvFormat::kF32 && softcap == 0.0f && chunk.num_rows <= 4 &&
+          head_dim % 8 == 0 && kernels.attend_rows_kv != nullptr) {
+        const int64_t at = chunk.kv_head * head_dim * kv_element_bytes(kv.format);
+        kernels.attend_rows_kv(kv.format, r.q, r.out, r.num_positions, chunk.num_rows,
+                               static_cast<const unsigned char*>(kv.k) + at,
+                               static_cast<const unsigned char*>(kv.v) + at,
+                               sequences[chunk.sequence].offsets, head_dim, scale, scratch.data());
+        continue;
+      }
+      const StagedRows kv_rows = stage_chunk(kernels, kv, sequences[chunk.sequence], chunk.kv_head,
+                                             r.max_positions, head_dim);
       if (softcap > 0.0f) {
-        kernels.attend_rows_softcapped(r.q, r.out, r.num_positions, chunk.num_rows,
-                                       k + chunk.kv_head * head_dim, v + chunk.kv_head * head_dim,
-                                       sequences[chunk.sequence].offsets, head_dim, scale, softcap,
+        kernels.attend_rows_softcapped(r.q, r.out, r.num_positions, chunk.num_rows, kv_rows.k,
+                                       kv_rows.v, kv_rows.offsets, head_dim, scale, softcap,
                                        scratch.data());
       } else {
-        kernels.attend_rows(r.q, r.out, r.num_positions, chunk.num_rows,
-                            k + chunk.kv_head * head_dim, v + chunk.kv_head * head_dim,
-                            sequences[chunk.sequence].offsets, head_dim, scale, scratch.data());
+        kernels.attend_rows(r.q, r.out, r.num_positions, chunk.num_rows, kv_rows.k, kv_rows.v,
+                            kv_rows.offsets, head_dim, scale, scratch.data());
       }
     }
   });

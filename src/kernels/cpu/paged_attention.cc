@@ -14,19 +14,21 @@
 
 namespace lm::kernels {
 
-void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
-              float* v_pool, int64_t num_tokens, int64_t kv_dim) {
-  const auto row_bytes = static_cast<size_t>(kv_dim) * sizeof(float);
+void store_kv(const float* k, const float* v, const int64_t* slot_mapping, void* k_pool,
+              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format) {
+  const int64_t row_bytes = kv_dim * kv_element_bytes(format);
+  auto* k_slots = static_cast<unsigned char*>(k_pool);
+  auto* v_slots = static_cast<unsigned char*>(v_pool);
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
-    std::memcpy(k_pool + slot * kv_dim, k + t * kv_dim, row_bytes);
-    std::memcpy(v_pool + slot * kv_dim, v + t * kv_dim, row_bytes);
+    encode_kv_row(k + t * kv_dim, k_slots + slot * row_bytes, kv_dim, format);
+    encode_kv_row(v + t * kv_dim, v_slots + slot * row_bytes, kv_dim, format);
   }
 }
 
-void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
-                     const int32_t* query_begins, const int32_t* first_positions,
+void paged_attention(const float* q, const void* k_pool, const void* v_pool, KvFormat format,
+                     float* out, const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int64_t block_size,
                      const AttentionOptions& options, ThreadPool& pool, Isa isa) {
@@ -80,8 +82,8 @@ void paged_attention(const float* q, const float* k_pool, const float* v_pool, f
     }
   }
   attend_sequences(isa_kernels(isa), q, out, sequences.data(),
-                   static_cast<int64_t>(sequences.size()), k_pool, v_pool, num_heads, num_kv_heads,
-                   head_dim, options.scale, options.softcap, pool);
+                   static_cast<int64_t>(sequences.size()), {k_pool, v_pool, format}, num_heads,
+                   num_kv_heads, head_dim, options.scale, options.softcap, pool);
 }
 
 }  // namespace lm::kernels

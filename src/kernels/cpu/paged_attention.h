@@ -6,6 +6,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/kv_format.h"
 
 namespace lm::kernels {
 
@@ -16,10 +17,14 @@ struct AttentionOptions {
   float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap) (Gemma 2)
 };
 
-// k, v: [num_tokens, kv_dim]. k_pool, v_pool: [num_slots, kv_dim]. Token t's rows are copied to
-// slot slot_mapping[t]; a negative slot skips the token.
-void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
-              float* v_pool, int64_t num_tokens, int64_t kv_dim);
+// k, v: [num_tokens, kv_dim]. k_pool, v_pool: [num_slots, kv_dim] elements in `format`. Token
+// t's rows are written to slot slot_mapping[t] (encode_kv_row); a negative slot skips the token.
+void store_kv(const float* k, const float* v, const int64_t* slot_mapping, void* k_pool,
+              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format);
+inline void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
+                     float* v_pool, int64_t num_tokens, int64_t kv_dim) {
+  store_kv(k, v, slot_mapping, k_pool, v_pool, num_tokens, kv_dim, KvFormat::kF32);
+}
 
 // q, out: [num_tokens, num_heads, head_dim], the sequences' query rows back to back: sequence s
 // owns rows [query_begins[s], query_begins[s + 1]) (query_begins has num_seqs + 1 entries), its
@@ -33,10 +38,22 @@ void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float
 // transformers' sliding-window mask does (Mistral, Qwen2, Phi-3, Gemma's local layers); block
 // table entries wholly before the first row's window are then never read (the engine may leave
 // placeholders there for blocks it released).
-void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
-                     const int32_t* query_begins, const int32_t* first_positions,
+// The pool's elements in `format` (kv_format.h): read as their fp32 values, the results are
+// those of an fp32 pool holding the same values.
+void paged_attention(const float* q, const void* k_pool, const void* v_pool, KvFormat format,
+                     float* out, const int32_t* query_begins, const int32_t* first_positions,
                      const int32_t* block_tables, int64_t max_blocks_per_seq, int64_t num_seqs,
                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, int64_t block_size,
                      const AttentionOptions& options, ThreadPool& pool, Isa isa = best_isa());
+inline void paged_attention(const float* q, const float* k_pool, const float* v_pool, float* out,
+                            const int32_t* query_begins, const int32_t* first_positions,
+                            const int32_t* block_tables, int64_t max_blocks_per_seq,
+                            int64_t num_seqs, int64_t num_heads, int64_t num_kv_heads,
+                            int64_t head_dim, int64_t block_size, const AttentionOptions& options,
+                            ThreadPool& pool, Isa isa = best_isa()) {
+  paged_attention(q, k_pool, v_pool, KvFormat::kF32, out, query_begins, first_positions,
+                  block_tables, max_blocks_per_seq, num_seqs, num_heads, num_kv_heads, head_dim,
+                  block_size, options, pool, isa);
+}
 
 }  // namespace lm::kernels
