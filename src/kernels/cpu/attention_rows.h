@@ -591,6 +591,18 @@ static void with_rows(int64_t num_rows, const F& f) {
   });
 }
 
+// IsaKernels::decode_kv: whole groups of 8 through the element policies, the tail (n % 8) by
+// the scalar decoder (kv_format.h), which gives the same values.
+[[maybe_unused]] static void decode_kv_any(KvFormat format, const void* src, float* dst,
+                                           int64_t n) {
+  with_elements(format, [&]<typename E>() {
+    const auto* in = static_cast<const typename E::T*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, E::load8(in + i));
+    if (i < n) decode_kv_row(scalar_kernels(), format, in + i, dst + i, n - i);
+  });
+}
+
 // The same decode kernels reading K/V in place in a KvFormat cache (IsaKernels::attend_rows_kv,
 // attend_scores_kv, attend_values_kv): 1 to 4 rows, head_dim a multiple of 8.
 [[maybe_unused]] static void attend_decode_kv(KvFormat format, const float* const* q_rows,

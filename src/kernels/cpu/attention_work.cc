@@ -3,6 +3,8 @@
 #include "kernels/cpu/attention_work.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "base/check.h"
@@ -92,23 +94,53 @@ void decode_positions(const IsaKernels& kernels, const KvRows& kv, const Attenti
   }
 }
 
+// A (sequence, KV head)'s positions decoded by this thread in one attend_sequences call. A
+// prefill's chunks of one pair share them: each decodes only the positions the earlier ones did
+// not (a 1024-token prompt is ~100 chunks per KV head). Two per thread, as the interleaved chunk
+// list hands a thread chunks from both ends (two pairs) in turn.
+struct StagedPair {
+  uint64_t call = 0;  // the attend_sequences call it belongs to (0: none)
+  const AttentionSequence* sequence = nullptr;
+  int64_t kv_head = -1;
+  int64_t num_positions = 0;  // decoded: [0, num_positions)
+  std::vector<float> k, v;
+};
+
+// Distinguishes attend_sequences calls (each layer's, each step's): a pair decoded in an earlier
+// call holds other rows.
+std::atomic<uint64_t> next_call{1};
+
 // A chunk's rows: straight from an fp32 cache, else decoded into this thread's scratch (valid
 // until its next call).
-StagedRows stage_chunk(const IsaKernels& kernels, const KvRows& kv, const AttentionSequence& seq,
-                       int64_t kv_head, int64_t num_positions, int64_t head_dim) {
+StagedRows stage_chunk(const IsaKernels& kernels, const KvRows& kv, uint64_t call,
+                       const AttentionSequence& seq, int64_t kv_head, int64_t num_positions,
+                       int64_t head_dim) {
   if (kv.format == KvFormat::kF32) {
     return {static_cast<const float*>(kv.k) + kv_head * head_dim,
             static_cast<const float*>(kv.v) + kv_head * head_dim, seq.offsets};
   }
-  thread_local std::vector<float> k_rows, v_rows;
-  const auto floats = static_cast<size_t>(num_positions * head_dim);
-  if (k_rows.size() < floats) {
-    k_rows.resize(floats);
-    v_rows.resize(floats);
+  thread_local StagedPair pairs[2];
+  thread_local int victim = 0;
+  StagedPair* pair = nullptr;
+  for (StagedPair& p : pairs) {
+    if (p.call == call && p.sequence == &seq && p.kv_head == kv_head) pair = &p;
   }
-  decode_positions(kernels, kv, seq, kv_head, head_dim, 0, num_positions, k_rows.data(),
-                   v_rows.data());
-  return {k_rows.data(), v_rows.data(), scratch_offsets(num_positions, head_dim)};
+  if (pair == nullptr) {
+    pair = &pairs[victim];
+    victim ^= 1;
+    *pair = {call, &seq, kv_head, 0, std::move(pair->k), std::move(pair->v)};
+  }
+  if (pair->num_positions < num_positions) {
+    const auto floats = static_cast<size_t>(num_positions * head_dim);
+    if (pair->k.size() < floats) {
+      pair->k.resize(floats);  // keeps the positions already decoded
+      pair->v.resize(floats);
+    }
+    decode_positions(kernels, kv, seq, kv_head, head_dim, pair->num_positions, num_positions,
+                     pair->k.data(), pair->v.data());
+    pair->num_positions = num_positions;
+  }
+  return {pair->k.data(), pair->v.data(), scratch_offsets(num_positions, head_dim)};
 }
 
 // One sequence of a model with few KV heads leaves threads idle when each chunk goes to one
@@ -216,6 +248,7 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
     }
   }
   chunks = interleave_cheap_and_dear(std::move(chunks));
+  const uint64_t call = next_call.fetch_add(1, std::memory_order_relaxed);
   if (softcap == 0.0f && pool.num_threads() > 1 &&
       static_cast<int64_t>(chunks.size()) < 2 * pool.num_threads()) {
     std::vector<ChunkRows> rows;
@@ -246,8 +279,8 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
                                sequences[chunk.sequence].offsets, head_dim, scale, scratch.data());
         continue;
       }
-      const StagedRows kv_rows = stage_chunk(kernels, kv, sequences[chunk.sequence], chunk.kv_head,
-                                             r.max_positions, head_dim);
+      const StagedRows kv_rows = stage_chunk(kernels, kv, call, sequences[chunk.sequence],
+                                             chunk.kv_head, r.max_positions, head_dim);
       if (softcap > 0.0f) {
         kernels.attend_rows_softcapped(r.q, r.out, r.num_positions, chunk.num_rows, kv_rows.k,
                                        kv_rows.v, kv_rows.offsets, head_dim, scale, softcap,

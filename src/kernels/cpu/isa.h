@@ -120,6 +120,9 @@ struct IsaKernels {
                         int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
                         int64_t d_begin, int64_t d_end, float* const* out_rows,
                         float* scratch) = nullptr;
+  // dst[i] = src[i] as fp32 for i < n, src in `format` (kv_format.h: decode_kv_row's vector
+  // path, the element policies of attention_rows.h). Null in tables without it.
+  void (*decode_kv)(KvFormat format, const void* src, float* dst, int64_t n) = nullptr;
   // attend_rows' decode kernel (1-4 rows, head_dim a multiple of 8) and attend_scores /
   // attend_values reading K/V in place from a cache in `format` (kv_format.h), each element
   // converted to fp32 as it is loaded: the bits of the fp32 kernels on the decoded rows, without

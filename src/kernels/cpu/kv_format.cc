@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -20,12 +21,29 @@ struct Fp8Layout {
   int mantissa_bits;
   uint8_t max_finite_bits;  // sign clear
   uint8_t nan_bits;         // sign clear
+  // Derived (with_limits): the largest finite value, the smallest normal, and 2^(bias - 1 + m),
+  // which counts a subnormal in its quanta.
+  float max_finite = 0.0f;
+  float min_normal = 0.0f;
+  float subnormal_scale = 0.0f;
 };
 
+float decode_fp8(uint8_t bits, const Fp8Layout& l);
+
+Fp8Layout with_limits(Fp8Layout l) {
+  const int bias = (1 << (l.exponent_bits - 1)) - 1;
+  l.max_finite = decode_fp8(l.max_finite_bits, l);
+  l.min_normal = std::ldexp(1.0f, 1 - bias);
+  l.subnormal_scale = std::ldexp(1.0f, bias - 1 + l.mantissa_bits);
+  return l;
+}
+
 Fp8Layout layout_of(KvFormat format) {
-  if (format == KvFormat::kF8E4M3) return {4, 3, 0x7e, 0x7f};
+  static const Fp8Layout kE4M3 = with_limits({4, 3, 0x7e, 0x7f, 0.0f, 0.0f, 0.0f});
+  static const Fp8Layout kE5M2 = with_limits({5, 2, 0x7b, 0x7f, 0.0f, 0.0f, 0.0f});
+  if (format == KvFormat::kF8E4M3) return kE4M3;
   LM_CHECK(format == KvFormat::kF8E5M2);
-  return {5, 2, 0x7b, 0x7f};
+  return kE5M2;
 }
 
 float decode_fp8(uint8_t bits, const Fp8Layout& l) {
@@ -49,32 +67,30 @@ float decode_fp8(uint8_t bits, const Fp8Layout& l) {
   return negative ? -value : value;
 }
 
+// Bit arithmetic on the fp32 value (store_kv encodes every K/V element of every token: frexp /
+// ldexp / nearbyint cost ~10x this).
 uint8_t encode_fp8(float x, const Fp8Layout& l) {
-  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-  if (std::isnan(x)) return sign | l.nan_bits;
-  const float a = std::fabs(x);
-  const float max_finite = decode_fp8(l.max_finite_bits, l);
-  if (a >= max_finite) return sign | l.max_finite_bits;  // saturate (see kv_format.h)
+  const auto bits = std::bit_cast<uint32_t>(x);
+  const auto sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return sign | l.nan_bits;
+  const float a = std::bit_cast<float>(abs);
   const int bias = (1 << (l.exponent_bits - 1)) - 1;
-  const int min_exponent = 1 - bias;  // of the smallest normal
-  int e = 0;
-  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): a's binary exponent is e - 1
-  const int exponent = std::max(e - 1, min_exponent);
-  // Multiples of the quantum at a's exponent, rounded to nearest even by the FPU (dividing by a
-  // power of two is exact).
-  const float quantum = std::ldexp(1.0f, exponent - l.mantissa_bits);
-  const auto q = static_cast<int>(std::nearbyint(a / quantum));
-  if (q == 0) return sign;
-  // q < 2^(m+1), or == 2^(m+1) when rounding carried into the next exponent.
-  int field = exponent + bias;
-  int mantissa = q;
-  if (q >= (2 << l.mantissa_bits)) {
-    ++field;
-    mantissa = q >> 1;
+  if (a >= l.max_finite) return sign | l.max_finite_bits;  // saturate (see kv_format.h)
+  if (a < l.min_normal) {
+    // Subnormal: a count of quanta 2^(1 - bias - m), rounded to nearest even by adding and
+    // subtracting 2^23 (exact below it; the sum rounds in the FPU's default mode, ties to even).
+    const float quanta = a * l.subnormal_scale;
+    const float rounded = (quanta + 0x1p23f) - 0x1p23f;
+    return sign | static_cast<uint8_t>(rounded);  // 2^m (a carry into the smallest normal) too
   }
-  if (mantissa < (1 << l.mantissa_bits)) return sign | static_cast<uint8_t>(mantissa);  // subnormal
-  const int bits = (field << l.mantissa_bits) | (mantissa - (1 << l.mantissa_bits));
-  return sign | static_cast<uint8_t>(std::min(bits, static_cast<int>(l.max_finite_bits)));
+  // Normal: drop fp32's low mantissa bits, rounding to nearest even (a carry moves the exponent).
+  const int shift = 23 - l.mantissa_bits;
+  const uint32_t rounded = abs + ((1u << (shift - 1)) - 1) + ((abs >> shift) & 1u);
+  const int exponent = static_cast<int>(rounded >> 23) - 127 + bias;
+  const uint32_t mantissa = (rounded >> shift) & ((1u << l.mantissa_bits) - 1);
+  const uint32_t out = (static_cast<uint32_t>(exponent) << l.mantissa_bits) | mantissa;
+  return sign | static_cast<uint8_t>(std::min<uint32_t>(out, l.max_finite_bits));
 }
 
 // Every FP8 byte's fp32 value, for the decoder's lookups.
@@ -151,6 +167,9 @@ void encode_kv_row(const float* src, void* dst, int64_t n, KvFormat format) {
 
 void decode_kv_row(const IsaKernels& kernels, KvFormat format, const void* src, float* dst,
                    int64_t n) {
+  if (kernels.decode_kv != nullptr && format != KvFormat::kF32) {
+    return kernels.decode_kv(format, src, dst, n);
+  }
   switch (format) {
     case KvFormat::kF32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));

@@ -51,6 +51,7 @@ void add(IsaKernels& kernels) {
     kernels.scale_f32 = lanes::scale_f32<Wide>;
     kernels.attend_scores = attention_rows::scores_any;
     kernels.attend_values = attention_rows::values_any;
+    kernels.decode_kv = attention_rows::decode_kv_any;
     kernels.attend_rows_kv = attention_rows::attend_decode_kv;
     kernels.attend_scores_kv = attention_rows::scores_kv;
     kernels.attend_values_kv = attention_rows::values_kv;
