@@ -62,10 +62,9 @@ int run(const Options& o) {
     lm::log_error(model.error().message);
     return 1;
   }
-  const bool int8_dots =
-      o.int8_activations && lm::summarize_weights((*model)->weights()).num_quantized > 0;
-  const lm::DType kv_dtype = o.kv_cache_dtype ? *lm::parse_kv_cache_dtype(*o.kv_cache_dtype)
-                                              : lm::default_kv_cache_dtype(int8_dots);
+  const lm::DType kv_dtype =
+      lm::resolve_kv_cache_dtype(o.kv_cache_dtype, o.int8_activations,
+                                 lm::summarize_weights((*model)->weights()).num_quantized > 0);
   (*model)->set_int8_activations(o.int8_activations);
   lm::ThreadPool pool(o.num_threads);
   fmt::print(
@@ -170,9 +169,8 @@ int main(int argc, char** argv) {
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                  "KV cache element type, as the launcher's: fp8_e4m3fn, fp8_e5m2, fp16, bf16, fp32")
       ->check([](const std::string& name) {
-        return lm::parse_kv_cache_dtype(name)
-                   ? std::string()
-                   : "expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32";
+        return lm::parse_kv_cache_dtype(name) ? std::string()
+                                              : "expected " + std::string(lm::kKvCacheDtypeChoices);
       });
   lm::add_cpu_isa_flag(app, o.cpu_isa);
   app.add_flag("--measure-machine", o.measure_machine,

@@ -50,8 +50,8 @@ int run_generate(const GenerateOptions& o) {
   }
   if (!device_note.empty()) log_info(device_note);
   if (o.kv_cache_dtype && !parse_kv_cache_dtype(*o.kv_cache_dtype)) {
-    log_error("--kv-cache-dtype " + *o.kv_cache_dtype +
-              ": expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32");
+    log_error("--kv-cache-dtype " + *o.kv_cache_dtype + ": expected " +
+              std::string(kKvCacheDtypeChoices));
     return 1;
   }
   auto cpu_isa = apply_cpu_isa(o.cpu_isa);
@@ -99,10 +99,9 @@ int run_generate(const GenerateOptions& o) {
   config.max_batch_prefill_tokens = prompt_len;
   config.max_batch_total_tokens = prompt_len + request.max_new_tokens;
   config.eos_token_ids = (*model)->config().eos_token_ids;
-  const bool int8_dots =
-      o.int8_activations && summarize_weights((*model)->weights()).num_quantized > 0;
-  const DType kv_dtype = o.kv_cache_dtype ? *parse_kv_cache_dtype(*o.kv_cache_dtype)
-                                          : default_kv_cache_dtype(int8_dots);
+  const DType kv_dtype =
+      resolve_kv_cache_dtype(o.kv_cache_dtype, o.int8_activations,
+                             summarize_weights((*model)->weights()).num_quantized > 0);
   Engine engine(config, std::make_unique<ModelExecutor>(**model, pool, config, kv_dtype));
   StreamDecoder decoder(**tokenizer, request.prompt_ids, /*skip_special_tokens=*/true);
   StopSequenceMatcher stops(o.stop);

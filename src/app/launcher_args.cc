@@ -103,8 +103,8 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   }
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
   if (a.kv_cache_dtype && !parse_kv_cache_dtype(*a.kv_cache_dtype)) {
-    return Error{"--kv-cache-dtype " + *a.kv_cache_dtype +
-                 ": expected fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32"};
+    return Error{"--kv-cache-dtype " + *a.kv_cache_dtype + ": expected " +
+                 std::string(kKvCacheDtypeChoices)};
   }
   if (a.device != "cpu")
     return not_built("--device " + a.device, "this build has the CPU backend only");

@@ -175,10 +175,9 @@ int run_server(const LauncherArgs& args) {
   plan.int8_activations = args.int8_activations;
   plan.cpu_isa = kernels::isa_name(kernels::best_isa());
   plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
-  const bool int8_dots =
-      args.int8_activations && (plan.weights.num_quantized > 0 || load_quantization.has_value());
-  const DType kv_dtype = args.kv_cache_dtype ? *parse_kv_cache_dtype(*args.kv_cache_dtype)
-                                             : default_kv_cache_dtype(int8_dots);
+  const DType kv_dtype =
+      resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
+                             plan.weights.num_quantized > 0 || load_quantization.has_value());
   plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
   plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
   plan.limits.weights_bytes = plan.weights.bytes;

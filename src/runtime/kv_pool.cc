@@ -33,6 +33,12 @@ DType default_kv_cache_dtype(bool int8_activation_dots) {
   return int8_activation_dots ? DType::kF16 : DType::kF32;
 }
 
+DType resolve_kv_cache_dtype(const std::optional<std::string>& name, bool int8_activations,
+                             bool quantized_weights) {
+  if (name) return parse_kv_cache_dtype(*name).value();
+  return default_kv_cache_dtype(int8_activations && quantized_weights);
+}
+
 std::string_view kv_cache_dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF16:

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,13 @@ std::optional<DType> parse_kv_cache_dtype(std::string_view name);
 // transformers does in fp32 (float weights, or int8 activations off), which a rounding cache
 // would no longer match.
 DType default_kv_cache_dtype(bool int8_activation_dots);
+// The cache dtype a start uses: `name` (checked with parse_kv_cache_dtype first) or, unset,
+// default_kv_cache_dtype of whether int8 activations apply (on, over block-quantized weights).
+DType resolve_kv_cache_dtype(const std::optional<std::string>& name, bool int8_activations,
+                             bool quantized_weights);
+// What --kv-cache-dtype accepts, for the error that refuses anything else.
+inline constexpr std::string_view kKvCacheDtypeChoices =
+    "fp8_e4m3fn, fp8_e5m2, fp8, fp16, bf16 or fp32";
 // The name logs and the start plan print (the dtype's TGI spelling).
 std::string_view kv_cache_dtype_name(DType dtype);
 

@@ -569,28 +569,6 @@ static void with_rows(int64_t num_rows, const F& f) {
   }
 }
 
-// The vector tables' split decode attention (1 to 4 rows, head_dim a multiple of 8).
-[[maybe_unused]] static void scores_any(const float* const* q_rows, const int64_t* num_positions,
-                                        int64_t num_rows, const float* k, const int64_t* offsets,
-                                        int64_t head_dim, float scale, int64_t p_begin,
-                                        int64_t p_end, float* scores, int64_t stride) {
-  with_rows(num_rows, [&]<int R>() {
-    scores_in_lanes<R>(q_rows, num_positions, k, offsets, head_dim, scale, p_begin, p_end, scores,
-                       stride);
-  });
-}
-
-[[maybe_unused]] static void values_any(const float* scores, int64_t stride,
-                                        const int64_t* num_positions, int64_t num_rows,
-                                        const float* v, const int64_t* offsets, int64_t head_dim,
-                                        int64_t d_begin, int64_t d_end, float* const* out_rows,
-                                        float* scratch) {
-  with_rows(num_rows, [&]<int R>() {
-    values_in_lanes<R>(scores, stride, num_positions, v, offsets, head_dim, d_begin, d_end,
-                       out_rows, scratch);
-  });
-}
-
 // IsaKernels::decode_kv: whole groups of 8 through the element policies, the tail (n % 8) by
 // the scalar decoder (kv_format.h), which gives the same values.
 [[maybe_unused]] static void decode_kv_any(KvFormat format, const void* src, float* dst,
@@ -603,8 +581,9 @@ static void with_rows(int64_t num_rows, const F& f) {
   });
 }
 
-// The same decode kernels reading K/V in place in a KvFormat cache (IsaKernels::attend_rows_kv,
-// attend_scores_kv, attend_values_kv): 1 to 4 rows, head_dim a multiple of 8.
+// The vector tables' decode kernels reading K/V in place in a KvFormat cache
+// (IsaKernels::attend_rows_kv, attend_scores, attend_values): 1 to 4 rows, head_dim a multiple
+// of 8.
 [[maybe_unused]] static void attend_decode_kv(KvFormat format, const float* const* q_rows,
                                               float* const* out_rows, const int64_t* num_positions,
                                               int64_t num_rows, const void* k, const void* v,
@@ -631,11 +610,11 @@ static void with_rows(int64_t num_rows, const F& f) {
   });
 }
 
-[[maybe_unused]] static void scores_kv(KvFormat format, const float* const* q_rows,
-                                       const int64_t* num_positions, int64_t num_rows,
-                                       const void* k, const int64_t* offsets, int64_t head_dim,
-                                       float scale, int64_t p_begin, int64_t p_end, float* scores,
-                                       int64_t stride) {
+[[maybe_unused]] static void scores_any(KvFormat format, const float* const* q_rows,
+                                        const int64_t* num_positions, int64_t num_rows,
+                                        const void* k, const int64_t* offsets, int64_t head_dim,
+                                        float scale, int64_t p_begin, int64_t p_end, float* scores,
+                                        int64_t stride) {
   with_elements(format, [&]<typename E>() {
     with_rows(num_rows, [&]<int R>() {
       scores_in_lanes<R, E>(q_rows, num_positions, static_cast<const typename E::T*>(k), offsets,
@@ -644,11 +623,11 @@ static void with_rows(int64_t num_rows, const F& f) {
   });
 }
 
-[[maybe_unused]] static void values_kv(KvFormat format, const float* scores, int64_t stride,
-                                       const int64_t* num_positions, int64_t num_rows,
-                                       const void* v, const int64_t* offsets, int64_t head_dim,
-                                       int64_t d_begin, int64_t d_end, float* const* out_rows,
-                                       float* scratch) {
+[[maybe_unused]] static void values_any(KvFormat format, const float* scores, int64_t stride,
+                                        const int64_t* num_positions, int64_t num_rows,
+                                        const void* v, const int64_t* offsets, int64_t head_dim,
+                                        int64_t d_begin, int64_t d_end, float* const* out_rows,
+                                        float* scratch) {
   with_elements(format, [&]<typename E>() {
     with_rows(num_rows, [&]<int R>() {
       values_in_lanes<R, E>(scores, stride, num_positions, static_cast<const typename E::T*>(v),

@@ -149,11 +149,8 @@ StagedRows stage_chunk(const IsaKernels& kernels, const KvRows& kv, uint64_t cal
 // the V sums for a share of each chunk's head dims (IsaKernels::attend_scores / attend_values:
 // the same bits as one attend_rows call per chunk).
 bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
-                const std::vector<ChunkRows>& rows, int64_t head_dim, KvFormat format) {
+                const std::vector<ChunkRows>& rows, int64_t head_dim) {
   if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
-    return false;
-  if (format != KvFormat::kF32 &&
-      (kernels.attend_scores_kv == nullptr || kernels.attend_values_kv == nullptr))
     return false;
   for (size_t c = 0; c < chunks.size(); ++c) {
     if (chunks[c].num_rows > 4 || rows[c].max_positions < kSplitMinPositions) return false;
@@ -172,13 +169,12 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
                   const KvRows& kv, int64_t head_dim, float scale, ThreadPool& pool) {
   const auto num_chunks = static_cast<int64_t>(chunks.size());
   const int64_t threads = pool.num_threads();
-  // K/V rows of chunk c's KV head: element offsets from these, in the cache's format (read in
-  // place by the _kv kernels when it is not fp32).
+  // K/V rows of chunk c's KV head: element offsets from these, read in place in the cache's
+  // format.
   const int64_t element_bytes = kv_element_bytes(kv.format);
   const auto head_base = [&](const void* base, int64_t c) {
     return static_cast<const unsigned char*>(base) + chunks[c].kv_head * head_dim * element_bytes;
   };
-  const bool in_place = kv.format != KvFormat::kF32;
   // Scores of chunk c: num_rows rows of strides[c] floats (positions padded to a multiple of 8).
   std::vector<int64_t> strides(static_cast<size_t>(num_chunks));
   std::vector<int64_t> first_score(static_cast<size_t>(num_chunks) + 1, 0);
@@ -195,16 +191,9 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
       const int64_t p_begin = share_boundary(rows[c].max_positions, t, threads, strides[c]);
       const int64_t p_end = share_boundary(rows[c].max_positions, t + 1, threads, strides[c]);
       if (p_begin >= p_end) continue;
-      const int64_t* offsets = sequences[chunks[c].sequence].offsets;
-      if (in_place) {
-        kernels.attend_scores_kv(kv.format, rows[c].q, rows[c].num_positions, chunks[c].num_rows,
-                                 head_base(kv.k, c), offsets, head_dim, scale, p_begin, p_end,
-                                 scores.data() + first_score[c], strides[c]);
-      } else {
-        kernels.attend_scores(rows[c].q, rows[c].num_positions, chunks[c].num_rows,
-                              reinterpret_cast<const float*>(head_base(kv.k, c)), offsets, head_dim,
-                              scale, p_begin, p_end, scores.data() + first_score[c], strides[c]);
-      }
+      kernels.attend_scores(kv.format, rows[c].q, rows[c].num_positions, chunks[c].num_rows,
+                            head_base(kv.k, c), sequences[chunks[c].sequence].offsets, head_dim,
+                            scale, p_begin, p_end, scores.data() + first_score[c], strides[c]);
     }
   });
   // Pass 2: item c * threads + u: share u of chunk c's head dims.
@@ -216,17 +205,10 @@ void split_chunks(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
       const int64_t d_begin = share_boundary(head_dim, u, threads, head_dim);
       const int64_t d_end = share_boundary(head_dim, u + 1, threads, head_dim);
       if (d_begin >= d_end) continue;
-      const int64_t* offsets = sequences[chunks[c].sequence].offsets;
-      if (in_place) {
-        kernels.attend_values_kv(kv.format, scores.data() + first_score[c], strides[c],
-                                 rows[c].num_positions, chunks[c].num_rows, head_base(kv.v, c),
-                                 offsets, head_dim, d_begin, d_end, rows[c].out, scratch.data());
-      } else {
-        kernels.attend_values(scores.data() + first_score[c], strides[c], rows[c].num_positions,
-                              chunks[c].num_rows,
-                              reinterpret_cast<const float*>(head_base(kv.v, c)), offsets, head_dim,
-                              d_begin, d_end, rows[c].out, scratch.data());
-      }
+      kernels.attend_values(kv.format, scores.data() + first_score[c], strides[c],
+                            rows[c].num_positions, chunks[c].num_rows, head_base(kv.v, c),
+                            sequences[chunks[c].sequence].offsets, head_dim, d_begin, d_end,
+                            rows[c].out, scratch.data());
     }
   });
 }
@@ -256,7 +238,7 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
       rows.push_back(
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim));
     }
-    if (split_pays(kernels, chunks, rows, head_dim, kv.format)) {
+    if (split_pays(kernels, chunks, rows, head_dim)) {
       split_chunks(kernels, chunks, rows, sequences, kv, head_dim, scale, pool);
       return;
     }

@@ -111,34 +111,27 @@ struct IsaKernels {
                                  float scale, float softcap, float* scratch) = nullptr;
   // Decode attention for 1-4 rows with head_dim a multiple of 8, split over threads with the
   // bits of attend_rows (attention_rows.h: scores_in_lanes / values_in_lanes): the scores of a
-  // range of positions, then the softmax and the V sums of a range of head dims. Null in tables
-  // without them.
-  void (*attend_scores)(const float* const* q_rows, const int64_t* num_positions, int64_t num_rows,
-                        const float* k, const int64_t* offsets, int64_t head_dim, float scale,
-                        int64_t p_begin, int64_t p_end, float* scores, int64_t stride) = nullptr;
-  void (*attend_values)(const float* scores, int64_t stride, const int64_t* num_positions,
-                        int64_t num_rows, const float* v, const int64_t* offsets, int64_t head_dim,
-                        int64_t d_begin, int64_t d_end, float* const* out_rows,
-                        float* scratch) = nullptr;
+  // range of positions, then the softmax and the V sums of a range of head dims, K/V read in
+  // place from a cache in `format` (kv_format.h), each element converted to fp32 as it is loaded.
+  // Null in tables without them.
+  void (*attend_scores)(KvFormat format, const float* const* q_rows, const int64_t* num_positions,
+                        int64_t num_rows, const void* k, const int64_t* offsets, int64_t head_dim,
+                        float scale, int64_t p_begin, int64_t p_end, float* scores,
+                        int64_t stride) = nullptr;
+  void (*attend_values)(KvFormat format, const float* scores, int64_t stride,
+                        const int64_t* num_positions, int64_t num_rows, const void* v,
+                        const int64_t* offsets, int64_t head_dim, int64_t d_begin, int64_t d_end,
+                        float* const* out_rows, float* scratch) = nullptr;
   // dst[i] = src[i] as fp32 for i < n, src in `format` (kv_format.h: decode_kv_row's vector
   // path, the element policies of attention_rows.h). Null in tables without it.
   void (*decode_kv)(KvFormat format, const void* src, float* dst, int64_t n) = nullptr;
-  // attend_rows' decode kernel (1-4 rows, head_dim a multiple of 8) and attend_scores /
-  // attend_values reading K/V in place from a cache in `format` (kv_format.h), each element
-  // converted to fp32 as it is loaded: the bits of the fp32 kernels on the decoded rows, without
-  // decoding them into scratch first. Null in tables without them.
+  // attend_rows' decode kernel (1-4 rows, head_dim a multiple of 8) reading K/V in place from a
+  // cache in `format`, as attend_scores / attend_values do: the bits of the fp32 kernel on the
+  // decoded rows, without decoding them into scratch first. Null in tables without it.
   void (*attend_rows_kv)(KvFormat format, const float* const* q_rows, float* const* out_rows,
                          const int64_t* num_positions, int64_t num_rows, const void* k,
                          const void* v, const int64_t* offsets, int64_t head_dim, float scale,
                          float* scratch) = nullptr;
-  void (*attend_scores_kv)(KvFormat format, const float* const* q_rows,
-                           const int64_t* num_positions, int64_t num_rows, const void* k,
-                           const int64_t* offsets, int64_t head_dim, float scale, int64_t p_begin,
-                           int64_t p_end, float* scores, int64_t stride) = nullptr;
-  void (*attend_values_kv)(KvFormat format, const float* scores, int64_t stride,
-                           const int64_t* num_positions, int64_t num_rows, const void* v,
-                           const int64_t* offsets, int64_t head_dim, int64_t d_begin, int64_t d_end,
-                           float* const* out_rows, float* scratch) = nullptr;
   // The int8 GEMM over interleaved weight rows (int8_interleaved.h), where an ISA has one:
   // activation preparation and the GEMM. Null in tables without it (then weights stay in rows).
   void (*int8_interleaved_prepare)(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,

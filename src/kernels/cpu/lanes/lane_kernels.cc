@@ -53,8 +53,6 @@ void add(IsaKernels& kernels) {
     kernels.attend_values = attention_rows::values_any;
     kernels.decode_kv = attention_rows::decode_kv_any;
     kernels.attend_rows_kv = attention_rows::attend_decode_kv;
-    kernels.attend_scores_kv = attention_rows::scores_kv;
-    kernels.attend_values_kv = attention_rows::values_kv;
   }
 }
 
