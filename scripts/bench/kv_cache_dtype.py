@@ -6,7 +6,7 @@ same model and threads, the dtypes alternating within each round. Reports per dt
 tokens/s of every round and the ratio dtype/fp32 per round (median, min, max). Writes
 bench/results/issue20_kv_cache_dtype.json. Not part of `make test`.
 
-  .venv/bin/python scripts/bench/kv_cache_dtype.py [--rounds 3] [--threads 2]
+  [CPU_ISA=avx2] .venv/bin/python scripts/bench/kv_cache_dtype.py [--rounds 3] [--threads 2]
       [--models models/SmolLM2-135M-Instruct.Q4_1.gguf .cache/models/llama7b4l-random-Q4_K_M.gguf]
 """
 import argparse
@@ -56,7 +56,7 @@ def main():
                        f"{args.depth}-token prompt, text-generation-benchmark, {args.threads} "
                        "threads, dtypes alternating within each round; capacity: KV tokens in "
                        "the same RAM (the fp32 plan's KV budget)",
-               "rounds": args.rounds, "models": {}}
+               "rounds": args.rounds, "cpu_isa": os.environ.get("CPU_ISA", "auto"), "models": {}}
     for model in args.models:
         name = os.path.basename(model)
         per = {d: {} for d in DTYPES}
