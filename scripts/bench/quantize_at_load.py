@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Quantizing at load (issue 20 item 2): does a float checkpoint served with `--quantize q4_0`
+"""Quantizing at load (issue 20 item 2): does a float checkpoint served with `--quantize q4_0` (or q4_k ...)
 run as fast as the same weights quantized offline by llama.cpp's llama-quantize?
 
 On one float GGUF (default: the 8-layer Llama-2-7B-shaped F16 file scripts/bench/cpu_side_by_side.py
 makes, .cache/models/llama7b8l-random-F16.gguf), llama-quantize --pure writes the TYPE file once
 (its time reported); then, alternating for --rounds, our launcher serves (a) the float file as
 stored, (b) the float file with --quantize TYPE, (c) llama-quantize's file; each: seconds until
-/health answers, resident memory then (VmRSS), and single-stream decode tokens/s of --reps
-greedy /generate calls of --tokens tokens after one warm-up. Reports the ratios (b)/(c) and
-(b)/(a) per round with their spread. Writes bench/results/issue20_quantize_at_load.json. Not part
-of `make test`.
+/health answers, resident memory then (VmRSS) and at its peak (VmHWM: the load's, quantizing
+included), and single-stream decode tokens/s of --reps greedy /generate calls of --tokens tokens
+after one warm-up. Reports the ratios (b)/(c) and (b)/(a) per round with their spread. Writes
+bench/results/issue20_quantize_at_load[_TYPE].json. Not part of `make test`.
 
   .venv/bin/python scripts/bench/quantize_at_load.py [--type q4_0] [--rounds 2] [--threads 2]
 """
@@ -52,7 +52,9 @@ def serve_and_measure(model, extra, args):
             time.sleep(0.1)
         ready_s = time.perf_counter() - start
         with open(f"/proc/{proc.pid}/status") as f:
-            rss_mib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+            status = {line.split(":")[0]: line.split()[1] for line in f if line.startswith(("VmRSS", "VmHWM"))}
+        rss_mib = int(status["VmRSS"]) / 1024
+        peak_rss_mib = int(status["VmHWM"]) / 1024  # the load's peak, quantizing included
         body = {"inputs": "The quick brown fox", "parameters": {"max_new_tokens": args.tokens, "details": True}}
         requests.post(url + "/generate", json=body, timeout=600)  # warm-up
         rates = []
@@ -63,7 +65,7 @@ def serve_and_measure(model, extra, args):
     finally:
         proc.terminate()
         proc.wait()
-    return {"ready_s": round(ready_s, 2), "rss_mib": round(rss_mib, 1),
+    return {"ready_s": round(ready_s, 2), "rss_mib": round(rss_mib, 1), "peak_rss_mib": round(peak_rss_mib, 1),
             "decode_tokens_per_s": [round(x, 2) for x in rates],
             "decode_tokens_per_s_median": round(sorted(rates)[len(rates) // 2], 2)}
 
@@ -75,13 +77,16 @@ def spread(values):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(ROOT, ".cache/models/llama7b8l-random-F16.gguf"))
-    ap.add_argument("--type", default="q4_0", choices=["q8_0", "q4_0", "q4_1", "q5_0", "q5_1"])
+    ap.add_argument("--type", default="q4_0", choices=["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/issue20_quantize_at_load.json"))
+    ap.add_argument("--out", help="default bench/results/issue20_quantize_at_load[_TYPE].json (q4_0 unsuffixed)")
     args = ap.parse_args()
+    if args.out is None:
+        suffix = "" if args.type == "q4_0" else f"_{args.type}"
+        args.out = os.path.join(ROOT, f"bench/results/issue20_quantize_at_load{suffix}.json")
     offline = os.path.join(ROOT, ".cache/models",
                            os.path.basename(args.model).replace(".gguf", f"-llama-quantize-{args.type}.gguf"))
     t = time.perf_counter()
@@ -110,6 +115,8 @@ def main():
             "decode_at_load_over_llama_quantize_file": spread([a[rate] / b[rate] for a, b in zip(ours, file_)]),
             "decode_at_load_over_float": spread([a[rate] / b[rate] for a, b in zip(ours, floats)]),
             "rss_at_load_over_float": spread([a["rss_mib"] / b["rss_mib"] for a, b in zip(ours, floats)]),
+            "peak_rss_at_load_over_llama_quantize_file": spread(
+                [a["peak_rss_mib"] / b["peak_rss_mib"] for a, b in zip(ours, file_)]),
             "ready_s_at_load_over_llama_quantize_file": spread([a["ready_s"] / b["ready_s"] for a, b in zip(ours, file_)]),
         },
     }

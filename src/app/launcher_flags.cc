@@ -33,10 +33,11 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
       ->envname("SHARDED");
   app.add_option("--num-shard", a.num_shard, "Tensor-parallel degree (only 1 here: issue 25)")
       ->envname("NUM_SHARD");
-  app.add_option("--quantize", a.quantize,
-                 "The checkpoint's quantization: gptq, awq, compressed-tensors, marlin (read from "
-                 "config.json when unset); or q8_0, q4_0, q4_1, q5_0, q5_1: a float checkpoint's "
-                 "Linear weights quantized at load to that GGML block type")
+  app.add_option(
+         "--quantize", a.quantize,
+         "The checkpoint's quantization: gptq, awq, compressed-tensors, marlin (read from "
+         "config.json when unset); or q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k: a float "
+         "checkpoint's Linear weights quantized at load to that GGML block type")
       ->envname("QUANTIZE");
   app.add_option("--speculate", a.speculate,
                  "Tokens proposed per decode step by n-gram prompt lookup and verified in the "

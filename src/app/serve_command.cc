@@ -235,9 +235,12 @@ int run_server(const LauncherArgs& args) {
   if (load_quantization) {
     const auto start = std::chrono::steady_clock::now();
     const int64_t n = (*model)->quantize_float_weights(*load_quantization, pool);
+    // The stored types show llama.cpp's fallbacks (K-quants on rows of whole 32-value blocks).
     log_info(fmt::format(
-        "--quantize {}: quantized {} float weight matrices at load in {:.1f}s", *args.quantize, n,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+        "--quantize {}: quantized {} float weight matrices at load in {:.1f}s (matrices now {})",
+        *args.quantize, n,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        summarize_weights((*model)->weights()).stored_dtypes));
   }
   if (*dtype) (*model)->convert_float_weights(**dtype, pool);
   (*model)->set_int8_activations(args.int8_activations);

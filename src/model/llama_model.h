@@ -45,7 +45,7 @@ class LlamaModel {
   // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
   // must come before set_int8_activations. The matrices are spread over `pool`.
   void convert_float_weights(DType dtype, ThreadPool& pool);
-  // Our --quantize q8_0/q4_0/q4_1/q5_0/q5_1: float Linear matrices quantized to `block` at load
+  // Our --quantize q8_0 ... q6_k: float Linear matrices quantized to `block` at load
   // (model/weight_dtype.h), before convert_float_weights and set_int8_activations. Returns how
   // many were quantized.
   int64_t quantize_float_weights(DType block, ThreadPool& pool);

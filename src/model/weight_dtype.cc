@@ -1,6 +1,8 @@
 #include "model/weight_dtype.h"
 
+#include <map>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "ops/convert_weight.h"
@@ -34,18 +36,30 @@ bool changes(const Tensor& t, std::optional<DType> dtype) {
   return dtype && ops::is_float_weight_dtype(t.dtype) && t.dtype != *dtype;
 }
 
-// The matrices quantize_float_weights quantizes to `block`; Weights is LlamaWeights, const or
-// not.
+// A matrix and the dtype it is re-encoded to; T is Tensor, const or not.
+template <typename T>
+struct Target {
+  T* tensor;
+  DType dtype;
+};
+
+// The matrices quantize_float_weights quantizes, each with its block type (`block`, or
+// llama.cpp's fallback where the rows are not whole K-quant super-blocks); Weights is
+// LlamaWeights, const or not.
 template <typename Weights>
 auto to_quantize(Weights& w, DType block) {
-  std::vector<decltype(&w.lm_head)> out;
+  using T = std::remove_pointer_t<decltype(&w.lm_head)>;
+  std::vector<Target<T>> out;
+  const auto add = [&](T* t) {
+    if (const std::optional<DType> target = ops::load_quantization_target(*t, block))
+      out.push_back({t, *target});
+  };
   for (auto& layer : w.layers) {
     for (auto* t : layer.linears()) {
-      if (t != &layer.moe.router && ops::can_quantize_weight(*t, block)) out.push_back(t);
+      if (t != &layer.moe.router) add(t);
     }
   }
-  if (w.lm_head.data != w.embed_tokens.data && ops::can_quantize_weight(w.lm_head, block))
-    out.push_back(&w.lm_head);
+  if (w.lm_head.data != w.embed_tokens.data) add(&w.lm_head);
   return out;
 }
 
@@ -57,26 +71,26 @@ constexpr int64_t kAlign = 64;
 
 int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// Writes each of `targets` as `dtype` (with `encode`: convert_weight or quantize_weight) into
+// Writes each of `targets` as its dtype (with `encode`: convert_weight or quantize_weight) into
 // `arena`, allocated here as one huge-page buffer (nothing when there are no targets), the matrices
 // spread over `pool`, and repoints them there; `done` is called with each source afterwards.
-void reencode_into_arena(const std::vector<Tensor*>& targets, DType dtype, Buffer& arena,
+void reencode_into_arena(const std::vector<Target<Tensor>>& targets, Buffer& arena,
                          ThreadPool& pool, Tensor (*encode)(const Tensor&, DType, void*),
                          const std::function<void(const Tensor& source)>& done) {
   if (targets.empty()) return;
   std::vector<int64_t> offsets;  // of each matrix in the arena
   int64_t total = 0;
-  for (const Tensor* t : targets) {
+  for (const Target<Tensor>& t : targets) {
     offsets.push_back(total);
-    total += aligned(converted_bytes(*t, dtype));
+    total += aligned(converted_bytes(*t.tensor, t.dtype));
   }
   arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
   auto* base = static_cast<uint8_t*>(arena.view().data);
   pool.parallel_for(static_cast<int64_t>(targets.size()), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      Tensor* t = targets[static_cast<size_t>(i)];
-      const Tensor source = *t;
-      *t = encode(source, dtype, base + offsets[static_cast<size_t>(i)]);
+      const Target<Tensor>& t = targets[static_cast<size_t>(i)];
+      const Tensor source = *t.tensor;
+      *t.tensor = encode(source, t.dtype, base + offsets[static_cast<size_t>(i)]);
       if (done) done(source);
     }
   });
@@ -88,9 +102,10 @@ WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DTyp
                                  std::optional<DType> quantize) {
   WeightsSummary s;
   std::set<std::string_view> stored;
-  std::set<const void*> quantized;
+  std::map<const void*, DType> quantized;  // data -> its block type
   if (quantize) {
-    for (const Tensor* t : to_quantize(weights, *quantize)) quantized.insert(t->data);
+    for (const Target<const Tensor>& t : to_quantize(weights, *quantize))
+      quantized.emplace(t.tensor->data, t.dtype);
   }
   for (const Tensor* t : matrices(weights)) {
     ++s.num_matrices;
@@ -98,7 +113,7 @@ WeightsSummary summarize_weights(const LlamaWeights& weights, std::optional<DTyp
     if (is_quantized(t->dtype)) ++s.num_quantized;
     if (quantized.contains(t->data)) {
       ++s.num_converted;
-      s.bytes += converted_bytes(*t, *quantize);
+      s.bytes += converted_bytes(*t, quantized.at(t->data));
     } else if (changes(*t, dtype)) {
       ++s.num_converted;
       s.bytes += converted_bytes(*t, *dtype);
@@ -120,23 +135,26 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
   if (flag == "q4_1") return DType::kQ4_1;
   if (flag == "q5_0") return DType::kQ5_0;
   if (flag == "q5_1") return DType::kQ5_1;
+  if (flag == "q4_k") return DType::kQ4_K;
+  if (flag == "q5_k") return DType::kQ5_K;
+  if (flag == "q6_k") return DType::kQ6_K;
   return std::nullopt;
 }
 
 int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
                                const std::function<void(const Tensor& source)>& quantized) {
-  const std::vector<Tensor*> targets = to_quantize(w, block);
-  reencode_into_arena(targets, block, arena, pool, ops::quantize_weight, quantized);
+  const std::vector<Target<Tensor>> targets = to_quantize(w, block);
+  reencode_into_arena(targets, arena, pool, ops::quantize_weight, quantized);
   return static_cast<int64_t>(targets.size());
 }
 
 void convert_float_weights(LlamaWeights& w, DType dtype, Buffer& arena, ThreadPool& pool,
                            const std::function<void(const Tensor& source)>& converted) {
   const bool tied = w.lm_head.data == w.embed_tokens.data;
-  std::vector<Tensor*> to_convert;
+  std::vector<Target<Tensor>> to_convert;
   for (Tensor* t : matrices(w))
-    if (changes(*t, dtype)) to_convert.push_back(t);
-  reencode_into_arena(to_convert, dtype, arena, pool, ops::convert_weight, converted);
+    if (changes(*t, dtype)) to_convert.push_back({t, dtype});
+  reencode_into_arena(to_convert, arena, pool, ops::convert_weight, converted);
   if (tied) w.lm_head = w.embed_tokens;
 }
 

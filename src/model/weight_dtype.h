@@ -28,15 +28,17 @@ WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dty
                                  std::optional<DType> quantize = {});
 
 // Our --quantize values that quantize float weights at load, as llama.cpp's quantize does
-// offline: "q8_0", "q4_0", "q4_1", "q5_0", "q5_1" -> their block type; nullopt for any other.
+// offline: "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" -> their block type;
+// nullopt for any other.
 std::optional<DType> load_quantization_dtype(std::string_view flag);
 
 // Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears
 // but an MoE router, which llama.cpp keeps in float too, and an untied LM head; the embedding
-// table stays float, so the lookup is exact; matrices whose rows are not whole blocks stay
-// float) into `arena` (allocated here, one huge-page buffer), matrices spread over `pool`, and
-// repoints them there; `quantized` is called with each source afterwards, from the pool's
-// threads. Returns how many matrices were quantized.
+// table stays float, so the lookup is exact; matrices whose rows are not whole blocks take
+// llama.cpp's fallback type, ops::load_quantization_target, or stay float) into `arena` (allocated
+// here, one huge-page buffer), matrices spread over `pool`, and repoints them there; `quantized` is
+// called with each source afterwards, from the pool's threads. Returns how many matrices were
+// quantized.
 int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
                                const std::function<void(const Tensor& source)>& quantized = {});
 

@@ -49,23 +49,78 @@ Tensor convert_weight(const Tensor& w, DType dtype, void* dst) {
 }
 
 bool is_load_quantization_dtype(DType dtype) {
-  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1 ||
-         dtype == DType::kQ5_0 || dtype == DType::kQ5_1;
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
 }
 
-bool can_quantize_weight(const Tensor& w, DType block) {
-  return is_load_quantization_dtype(block) && w.rank() == 2 && w.layout == WeightLayout::kRows &&
-         is_float_weight_dtype(w.dtype) && w.dim(1) % dtype_info(block).block_size == 0;
+namespace {
+
+bool rows_are_blocks(const Tensor& w, DType block) {
+  return w.dim(1) % dtype_info(block).block_size == 0;
+}
+
+// llama.cpp's fallback for a K-quant whose rows are not whole 256-value super-blocks.
+std::optional<DType> kquant_fallback(DType block) {
+  if (block == DType::kQ4_K) return DType::kQ5_0;
+  if (block == DType::kQ5_K) return DType::kQ5_1;
+  if (block == DType::kQ6_K) return DType::kQ8_0;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<DType> load_quantization_target(const Tensor& w, DType requested) {
+  if (!is_load_quantization_dtype(requested) || w.rank() != 2 || w.layout != WeightLayout::kRows ||
+      !is_float_weight_dtype(w.dtype)) {
+    return std::nullopt;
+  }
+  if (rows_are_blocks(w, requested)) return requested;
+  const std::optional<DType> fallback = kquant_fallback(requested);
+  if (fallback && rows_are_blocks(w, *fallback)) return fallback;
+  return std::nullopt;
 }
 
 Tensor quantize_weight(const Tensor& w, DType block, void* dst) {
-  LM_CHECK(can_quantize_weight(w, block));
+  LM_CHECK(load_quantization_target(w, block) == block);
   using Quantizer = void (*)(const float*, void*, int64_t);
-  const Quantizer quantize_row = block == DType::kQ8_0   ? kernels::quantize_row_q8_0
-                                 : block == DType::kQ4_0 ? kernels::quantize_row_q4_0
-                                 : block == DType::kQ4_1 ? kernels::quantize_row_q4_1
-                                 : block == DType::kQ5_0 ? kernels::quantize_row_q5_0
-                                                         : kernels::quantize_row_q5_1;
+  Quantizer quantize_row = nullptr;
+  switch (block) {
+    case DType::kQ8_0:
+      quantize_row = kernels::quantize_row_q8_0;
+      break;
+    case DType::kQ4_0:
+      quantize_row = kernels::quantize_row_q4_0;
+      break;
+    case DType::kQ4_1:
+      quantize_row = kernels::quantize_row_q4_1;
+      break;
+    case DType::kQ5_0:
+      quantize_row = kernels::quantize_row_q5_0;
+      break;
+    case DType::kQ5_1:
+      quantize_row = kernels::quantize_row_q5_1;
+      break;
+    case DType::kQ4_K:
+      quantize_row = kernels::quantize_row_q4_k;
+      break;
+    case DType::kQ5_K:
+      quantize_row = kernels::quantize_row_q5_k;
+      break;
+    default:
+      quantize_row = kernels::quantize_row_q6_k;
+      break;
+  }
   return encode_rows(w, block, dst, quantize_row);
 }
 

@@ -2,6 +2,8 @@
 // F32/F16/BF16, rounding to nearest even as torch's .to(dtype) does.
 #pragma once
 
+#include <optional>
+
 #include "tensor/tensor.h"
 
 namespace lm::ops {
@@ -15,13 +17,15 @@ bool is_float_weight_dtype(DType dtype);
 Tensor convert_weight(const Tensor& w, DType dtype, void* dst);
 
 // The GGML block types float weights can be quantized to at load (--quantize q8_0 ...): Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, by GGML's reference quantizers.
+// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, by GGML's reference quantizers.
 bool is_load_quantization_dtype(DType dtype);
-// True when w (2-D, rows layout, a float dtype) can be quantized to `block`: its rows are whole
-// blocks (llama.cpp's quantize keeps the others as they are too).
-bool can_quantize_weight(const Tensor& w, DType block);
-// Writes w quantized to `block` (each row through fp32, GGML's reference quantizer) to dst
-// (dtype_bytes(block, w.numel()) bytes) and returns a view of them.
+// The block type --quantize `requested` gives w (2-D, rows layout, a float dtype): `requested`
+// when its rows are whole blocks; for a 256-value K-quant whose rows are only whole 32-value
+// blocks, the type llama.cpp's quantize falls back to (Q4_K -> Q5_0, Q5_K -> Q5_1,
+// Q6_K -> Q8_0); nullopt when w stays as it is (llama.cpp keeps such rows float too).
+std::optional<DType> load_quantization_target(const Tensor& w, DType requested);
+// Writes w quantized to `block` (its load_quantization_target; each row through fp32, GGML's
+// reference quantizer) to dst (dtype_bytes(block, w.numel()) bytes) and returns a view of them.
 Tensor quantize_weight(const Tensor& w, DType block, void* dst);
 
 }  // namespace lm::ops

@@ -173,6 +173,28 @@ def test_a_float_checkpoint_keeps_an_fp32_cache_by_default():
     assert json.loads(r.stdout.strip().splitlines()[-1])["kv_cache_dtype"] == "fp32"
 
 
+def test_kquants_at_load_plan_serve_and_fall_back_as_llama_cpp():
+    """QUANTIZE=q4_k on the default model's float copy: the down projections (rows of 1536, whole
+    256-value super-blocks) in Q4_K, the Linears with rows of 576 in llama.cpp's fallback Q5_0
+    (tests/model/load_options_test.cc checks the blocks); the plan counts it and the model serves."""
+    def weights_bytes(quantize):
+        r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output",
+                          "--quantize", quantize])  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])["memory"]["weights_bytes"]
+
+    # 30 down projections of 576 x 1536: Q5_0's 22 bytes per 32 values against Q4_K's 144 per 256.
+    assert weights_bytes("q5_0") - weights_bytes("q4_k") == 30 * 576 * 1536 * (22 / 32 - 144 / 256)
+    with launch_server(["--model-id", str(SMOLLM2_F32)], env={"QUANTIZE": "q4_k"},
+                       use_flags_for_port=False) as s:  # fmt: skip
+        r = s.post("/generate", gen_body("The capital of France is", max_new_tokens=8))
+        assert r.status_code == 200, r.text
+        assert r.json()["generated_text"].strip()
+        log = s.stdout() + s.stderr()
+        assert "--quantize q4_k: quantized 210 float weight matrices" in log, log
+        assert "(matrices now F32, Q4_K, Q5_0)" in log, log
+
+
 def test_an_fp8_cache_serves_and_says_so():
     with launch_server(env={"KV_CACHE_DTYPE": "fp8_e4m3fn"}) as s:
         r = s.post("/generate", gen_body("The capital of France is", max_new_tokens=8))

@@ -69,5 +69,10 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t k);
 void quantize_row_q4_1(const float* src, void* dst, int64_t k);
 void quantize_row_q5_0(const float* src, void* dst, int64_t k);
 void quantize_row_q5_1(const float* src, void* dst, int64_t k);
+// GGML's reference K-quant quantizers (k a multiple of 256), as llama-quantize writes them without
+// an importance matrix (kquant_quantize.cc).
+void quantize_row_q4_k(const float* src, void* dst, int64_t k);
+void quantize_row_q5_k(const float* src, void* dst, int64_t k);
+void quantize_row_q6_k(const float* src, void* dst, int64_t k);
 
 }  // namespace lm::kernels
