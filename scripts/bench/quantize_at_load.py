@@ -77,7 +77,9 @@ def spread(values):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(ROOT, ".cache/models/llama7b8l-random-F16.gguf"))
-    ap.add_argument("--type", default="q4_0", choices=["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
+    ap.add_argument("--type", default="q4_0", choices=["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k",
+                                                       "bitsandbytes-nf4", "bitsandbytes-fp4"])
+    ap.add_argument("--peer-type", default="q4_0", help="llama-quantize's type for a bitsandbytes --type")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=32)
@@ -87,15 +89,18 @@ def main():
     if args.out is None:
         suffix = "" if args.type == "q4_0" else f"_{args.type}"
         args.out = os.path.join(ROOT, f"bench/results/issue20_quantize_at_load{suffix}.json")
+    # bitsandbytes' formats have no llama.cpp twin: the peer file is --peer-type's (Q4_0, the same
+    # 4.5 bits a weight).
+    peer_type = args.type if not args.type.startswith("bitsandbytes") else args.peer_type
     offline = os.path.join(ROOT, ".cache/models",
-                           os.path.basename(args.model).replace(".gguf", f"-llama-quantize-{args.type}.gguf"))
+                           os.path.basename(args.model).replace(".gguf", f"-llama-quantize-{peer_type}.gguf"))
     t = time.perf_counter()
-    subprocess.run([QUANTIZE, "--pure", args.model, offline, args.type.upper(), str(args.threads)],
+    subprocess.run([QUANTIZE, "--pure", args.model, offline, peer_type.upper(), str(args.threads)],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     quantize_s = time.perf_counter() - t
     configs = [("float_as_stored", args.model, []),
                (f"quantize_{args.type}_at_load", args.model, ["--quantize", args.type]),
-               (f"llama_quantize_{args.type}_file", offline, [])]
+               (f"llama_quantize_{peer_type}_file", offline, [])]
     runs = {name: [] for name, _, _ in configs}
     for _ in range(args.rounds):
         for name, model, extra in configs:
@@ -106,7 +111,8 @@ def main():
     rate = "decode_tokens_per_s_median"
     result = {
         "what": "issue 20 item 2: --quantize at load against the same weights quantized by llama-quantize",
-        "model": os.path.relpath(args.model, ROOT), "type": args.type, "threads": args.threads,
+        "model": os.path.relpath(args.model, ROOT), "type": args.type, "peer_type": peer_type,
+        "threads": args.threads,
         "tokens": args.tokens, "reps": args.reps, "rounds": args.rounds,
         "llama_quantize_seconds": round(quantize_s, 2),
         "note": "llama-quantize --pure also quantizes token_embd (ours keeps the embedding table float)",

@@ -175,9 +175,13 @@ int run_server(const LauncherArgs& args) {
   plan.int8_activations = args.int8_activations;
   plan.cpu_isa = kernels::isa_name(kernels::best_isa());
   plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
+  // bitsandbytes' NF4/FP4 have no int8 path (fp32 activations, transformers' numerics): they keep
+  // the fp32 cache of float weights.
+  const bool int8_path_at_load =
+      load_quantization && *load_quantization != DType::kNF4 && *load_quantization != DType::kFP4;
   const DType kv_dtype =
       resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
-                             plan.weights.num_quantized > 0 || load_quantization.has_value());
+                             plan.weights.num_quantized > 0 || int8_path_at_load);
   plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
   plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
   plan.limits.weights_bytes = plan.weights.bytes;

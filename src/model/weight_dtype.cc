@@ -138,6 +138,8 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
   if (flag == "q4_k") return DType::kQ4_K;
   if (flag == "q5_k") return DType::kQ5_K;
   if (flag == "q6_k") return DType::kQ6_K;
+  if (flag == "bitsandbytes-nf4") return DType::kNF4;
+  if (flag == "bitsandbytes-fp4") return DType::kFP4;
   return std::nullopt;
 }
 

@@ -27,9 +27,9 @@ struct WeightsSummary {
 WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dtype = {},
                                  std::optional<DType> quantize = {});
 
-// Our --quantize values that quantize float weights at load, as llama.cpp's quantize does
-// offline: "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" -> their block type;
-// nullopt for any other.
+// The --quantize values that quantize float weights at load: ours, "q8_0", "q4_0", "q4_1",
+// "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" (as llama.cpp's quantize does offline), and TGI's
+// "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type; nullopt for any other.
 std::optional<DType> load_quantization_dtype(std::string_view flag);
 
 // Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears

@@ -58,6 +58,8 @@ bool is_load_quantization_dtype(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kNF4:
+    case DType::kFP4:
       return true;
     default:
       return false;
@@ -112,13 +114,25 @@ Tensor quantize_weight(const Tensor& w, DType block, void* dst) {
       quantize_row = kernels::quantize_row_q5_1;
       break;
     case DType::kQ4_K:
-      quantize_row = kernels::quantize_row_q4_k;
+      quantize_row = [](const float* x, void* y, int64_t k) {
+        kernels::quantize_row_q4_k(x, y, k);
+      };
       break;
     case DType::kQ5_K:
-      quantize_row = kernels::quantize_row_q5_k;
+      quantize_row = [](const float* x, void* y, int64_t k) {
+        kernels::quantize_row_q5_k(x, y, k);
+      };
+      break;
+    case DType::kQ6_K:
+      quantize_row = [](const float* x, void* y, int64_t k) {
+        kernels::quantize_row_q6_k(x, y, k);
+      };
+      break;
+    case DType::kNF4:
+      quantize_row = kernels::quantize_row_nf4;
       break;
     default:
-      quantize_row = kernels::quantize_row_q6_k;
+      quantize_row = kernels::quantize_row_fp4;
       break;
   }
   return encode_rows(w, block, dst, quantize_row);

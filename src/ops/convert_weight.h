@@ -16,8 +16,9 @@ bool is_float_weight_dtype(DType dtype);
 // and returns a view of them.
 Tensor convert_weight(const Tensor& w, DType dtype, void* dst);
 
-// The GGML block types float weights can be quantized to at load (--quantize q8_0 ...): Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, by GGML's reference quantizers.
+// The block types float weights can be quantized to at load (--quantize q8_0 ...): Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, by GGML's reference quantizers, and bitsandbytes' NF4 and
+// FP4 by its quantize_4bit.
 bool is_load_quantization_dtype(DType dtype);
 // The block type --quantize `requested` gives w (2-D, rows layout, a float dtype): `requested`
 // when its rows are whole blocks; for a 256-value K-quant whose rows are only whole 32-value

@@ -37,6 +37,10 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return kernels::RowFormat::kIQ4_NL;
     case DType::kIQ4_XS:
       return kernels::RowFormat::kIQ4_XS;
+    case DType::kNF4:
+      return kernels::RowFormat::kNF4;
+    case DType::kFP4:
+      return kernels::RowFormat::kFP4;
     default:
       return std::nullopt;
   }

@@ -28,7 +28,9 @@ enum class DType : uint8_t {
   kI8,       // quantized checkpoints' integer tensors (compressed-tensors' int8 weights)
   kI64,      // compressed-tensors' weight_shape
   kF8_E4M3,  // the KV cache's FP8 formats (--kv-cache-dtype)
-  kF8_E5M2
+  kF8_E5M2,
+  kNF4,  // bitsandbytes' 4-bit formats (--quantize bitsandbytes-nf4 / -fp4 at load)
+  kFP4
 };
 
 struct DTypeInfo {

@@ -195,6 +195,32 @@ def test_kquants_at_load_plan_serve_and_fall_back_as_llama_cpp():
         assert "(matrices now F32, Q4_K, Q5_0)" in log, log
 
 
+@pytest.mark.parametrize("quant_type", ["nf4", "fp4"])
+def test_bitsandbytes_4bit_at_load_serves_what_transformers_computes(quant_type):
+    """TGI's QUANTIZE=bitsandbytes-nf4 / -fp4 on a float folder: NF4/FP4 blocks of 64 (4.5 bits a
+    weight, counted by the plan), an fp32 KV cache (no int8 path: transformers' numerics), and the
+    greedy tokens of transformers over bitsandbytes' own round trip of the same weights
+    (tests/fixtures/models/smollm2-bnb-*.json)."""
+    env = {"QUANTIZE": f"bitsandbytes-{quant_type}"}
+    r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout.strip().splitlines()[-1])
+    assert plan["kv_cache_dtype"] == "fp32"
+    r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output",
+                      "--quantize", "q4_0"])  # fmt: skip
+    q4_0 = json.loads(r.stdout.strip().splitlines()[-1])["memory"]["weights_bytes"]
+    # 30 layers x 7 Linears: 36 bytes per 64 values against Q4_0's 18 per 32, the same 4.5 bits.
+    assert plan["memory"]["weights_bytes"] == q4_0
+    cases = json.loads((FIXTURES / f"smollm2-bnb-{quant_type}.json").read_text())["cases"]
+    with launch_server(["--model-id", str(SMOLLM2_F32)], env=env,
+                       use_flags_for_port=False) as s:  # fmt: skip
+        for case in cases[:3]:
+            want = until_eos(case["greedy_ids"])
+            assert greedy_ids(s, case["prompt"], len(want)) == want, case["prompt"]
+        log = s.stdout() + s.stderr()
+        assert f"(matrices now F32, {quant_type.upper()})" in log, log
+
+
 def test_an_fp8_cache_serves_and_says_so():
     with launch_server(env={"KV_CACHE_DTYPE": "fp8_e4m3fn"}) as s:
         r = s.post("/generate", gen_body("The capital of France is", max_new_tokens=8))

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_util.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -39,7 +40,7 @@ std::vector<float> input_rows() {
 struct Case {
   const char* name;
   RowFormat format;
-  void (*quantize)(const float*, void*, int64_t);
+  void (*quantize)(const float*, void*, int64_t, Isa);
 };
 
 constexpr Case kCases[] = {{"q4_k", RowFormat::kQ4_K, quantize_row_q4_k},
@@ -54,16 +55,44 @@ TEST(KquantQuantize, BlocksAreLlamaCppsByteForByte) {
     const std::vector<uint8_t> expected = read_bytes(kDir / (std::string(c.name) + ".bin"));
     const int64_t row_bytes_ = row_bytes(c.format, kCols);
     ASSERT_EQ(static_cast<int64_t>(expected.size()), kRows * row_bytes_);
-    std::vector<uint8_t> ours(expected.size());
-    for (int64_t r = 0; r < kRows; ++r) {
-      c.quantize(rows.data() + r * kCols, ours.data() + r * row_bytes_, kCols);
+    for (Isa isa : testing::supported_isas()) {  // the scalar search and the AVX2 one
+      SCOPED_TRACE(isa_name(isa));
+      std::vector<uint8_t> ours(expected.size());
+      for (int64_t r = 0; r < kRows; ++r) {
+        c.quantize(rows.data() + r * kCols, ours.data() + r * row_bytes_, kCols, isa);
+      }
+      const int64_t block_bytes = row_format_info(c.format).block_bytes;
+      for (int64_t b = 0; b < static_cast<int64_t>(expected.size()) / block_bytes; ++b) {
+        EXPECT_EQ(0, std::memcmp(ours.data() + b * block_bytes, expected.data() + b * block_bytes,
+                                 static_cast<size_t>(block_bytes)))
+            << "row " << b / (kCols / kquant::kSuperBlock) << " super-block "
+            << b % (kCols / kquant::kSuperBlock);
+      }
     }
-    const int64_t block_bytes = row_format_info(c.format).block_bytes;
-    for (int64_t b = 0; b < static_cast<int64_t>(expected.size()) / block_bytes; ++b) {
-      EXPECT_EQ(0, std::memcmp(ours.data() + b * block_bytes, expected.data() + b * block_bytes,
-                               static_cast<size_t>(block_bytes)))
-          << "row " << b / (kCols / kquant::kSuperBlock) << " super-block "
-          << b % (kCols / kquant::kSuperBlock);
+  }
+}
+
+// Beyond the fixture: many seeded rows of varied scale, every ISA's blocks equal the scalar
+// search's (lanes are groups; any lane that drifted would show here).
+TEST(KquantQuantize, EveryIsaGivesTheScalarBytes) {
+  for (int seed = 0; seed < 64; ++seed) {
+    std::vector<float> row = testing::random_floats(kCols, static_cast<uint32_t>(seed));
+    const float scale = std::pow(10.0f, static_cast<float>(seed % 9 - 5));
+    for (int64_t i = 0; i < kCols; ++i) {
+      float& v = row[static_cast<size_t>(i)];
+      v *= scale;
+      if (seed % 4 == 1) v = std::fabs(v);                          // all positive
+      if (seed % 8 == 3 && i < 64) v = 0.0f;                        // zero groups
+      if (seed % 8 == 5 && i >= 256 && i < 288) v = -0.5f * scale;  // a flat group
+    }
+    for (const Case& c : kCases) {
+      std::vector<uint8_t> scalar(static_cast<size_t>(row_bytes(c.format, kCols)));
+      c.quantize(row.data(), scalar.data(), kCols, Isa::kScalar);
+      for (Isa isa : testing::supported_isas()) {
+        std::vector<uint8_t> ours(scalar.size());
+        c.quantize(row.data(), ours.data(), kCols, isa);
+        ASSERT_EQ(ours, scalar) << c.name << " " << isa_name(isa) << " seed " << seed;
+      }
     }
   }
 }
@@ -78,7 +107,7 @@ TEST(KquantQuantize, DecodedRowsFollowTheInput) {
     std::vector<uint8_t> block(static_cast<size_t>(row_bytes(c.format, kCols)));
     std::vector<float> back(kCols);
     const float* row = rows.data() + 2 * kCols;  // "gaussian 1"
-    c.quantize(row, block.data(), kCols);
+    c.quantize(row, block.data(), kCols, Isa::kScalar);
     dequantize_row(c.format, block.data(), back.data(), kCols);
     double err = 0, norm = 0;
     for (int64_t i = 0; i < kCols; ++i) {

@@ -64,6 +64,12 @@ PackedWeights pack(RowFormat format, int64_t n, int64_t k, int64_t pad, uint32_t
       case RowFormat::kQ5_1:
         quantize_row_q5_1(src, row, k);
         break;
+      case RowFormat::kNF4:
+        quantize_row_nf4(src, row, k);
+        break;
+      case RowFormat::kFP4:
+        quantize_row_fp4(src, row, k);
+        break;
       case RowFormat::kQ4_K:
       case RowFormat::kQ5_K:
       case RowFormat::kQ6_K:

@@ -53,6 +53,12 @@ std::vector<uint8_t> encode(RowFormat format, const std::vector<float>& x) {
     case RowFormat::kQ5_1:
       quantize_row_q5_1(x.data(), out.data(), k);
       break;
+    case RowFormat::kNF4:
+      quantize_row_nf4(x.data(), out.data(), k);
+      break;
+    case RowFormat::kFP4:
+      quantize_row_fp4(x.data(), out.data(), k);
+      break;
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:

@@ -207,7 +207,7 @@ TEST(LoadOptions, KquantsAtLoadOnTheDefaultModelsFloatCopy) {
   struct Case {
     const char* flag;
     DType kquant, fallback;
-    void (*quantize_row)(const float*, void*, int64_t);
+    void (*quantize_row)(const float*, void*, int64_t, kernels::Isa);
     double max_rel;
   };
   const Case cases[] = {{"q4_k", DType::kQ4_K, DType::kQ5_0, kernels::quantize_row_q4_k, 0.4},
@@ -233,7 +233,7 @@ TEST(LoadOptions, KquantsAtLoadOnTheDefaultModelsFloatCopy) {
     const int64_t cols = f32.dim(1);
     std::vector<uint8_t> expected(static_cast<size_t>(layer.down_proj.row_bytes()));
     for (int64_t r = 0; r < f32.dim(0); r += 97) {
-      c.quantize_row(f32.as<float>() + r * cols, expected.data(), cols);
+      c.quantize_row(f32.as<float>() + r * cols, expected.data(), cols, kernels::Isa::kScalar);
       ASSERT_EQ(0, std::memcmp(expected.data(),
                                static_cast<const uint8_t*>(layer.down_proj.data) +
                                    r * layer.down_proj.row_bytes(),
@@ -260,6 +260,34 @@ TEST(LoadOptions, KquantsAtLoadOnTheDefaultModelsFloatCopy) {
     EXPECT_LT(max_rel, c.max_rel);
     EXPECT_LT(max_rel, previous_rel);
     previous_rel = max_rel;
+  }
+}
+
+// TGI's --quantize bitsandbytes-nf4 / -fp4 on the default model's float copy: every Linear (rows
+// of whole 64-value blocks) in NF4 / FP4, and the model computes what transformers computes with
+// the same checkpoint loaded through bitsandbytes 4-bit on the CPU (fp32 compute, no double
+// quantization; scripts/fixtures/make_bnb4_model_references.py): the weights are bitsandbytes'
+// bit for bit (tests/kernels/bnb4_test.cc), so only the summation order differs.
+TEST(LoadOptions, BitsandbytesAtLoadComputesWhatTransformersComputes) {
+  const fs::path source = kTestModels / "smollm2-f32";
+  if (!fs::exists(source / "config.json")) GTEST_SKIP() << "no " << source;
+  ThreadPool pool(2);
+  for (const char* quant_type : {"nf4", "fp4"}) {
+    SCOPED_TRACE(quant_type);
+    const std::string flag = std::string("bitsandbytes-") + quant_type;
+    auto model = LlamaModel::load(source.string(), {.rope_scaling = {}, .quantize = flag});
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const DType dtype = *load_quantization_dtype(flag);
+    EXPECT_EQ((*model)->quantize_float_weights(dtype, pool), 30 * 7);
+    EXPECT_EQ(summarize_weights((*model)->weights()).stored_dtypes,
+              "F32, " + std::string(dtype_name(dtype)));
+    const Json fixture =
+        read_json(kFixtures / ("smollm2-bnb-" + std::string(quant_type) + ".json"));
+    const Agreement a = agreement(**model, fixture);
+    std::printf("%s: max relative logit difference %.2g, greedy equal in %zu of %zu cases\n",
+                flag.c_str(), a.max_rel, a.greedy_equal, a.cases);
+    EXPECT_LT(a.max_rel, 1e-4);
+    EXPECT_EQ(a.greedy_equal, a.cases);
   }
 }
 

@@ -4,6 +4,7 @@
 // NOTE: this file must not instantiate inline functions or templates with external linkage
 // (std::, base/fp16.h): the linker could keep the AVX2 copy for the whole program and crash
 // older CPUs. Everything here has internal linkage or is an intrinsic.
+#include "kernels/cpu/bnb4_avx2.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquants_avx2.h"
@@ -160,6 +161,10 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kIQ4_XS:
       dequantize_row_lowbit_avx2(format, src, dst, k);
       return;
+    case RowFormat::kNF4:
+    case RowFormat::kFP4:
+      dequantize_row_bnb4_avx2(format, src, dst, k);
+      return;
   }
 }
 
@@ -231,6 +236,9 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kIQ4_NL:
     case RowFormat::kIQ4_XS:
       return dot_row_lowbit_avx2(format, row, x, k);
+    case RowFormat::kNF4:
+    case RowFormat::kFP4:
+      return dot_row_bnb4_avx2(format, row, x, k);
   }
   return 0.0f;
 }

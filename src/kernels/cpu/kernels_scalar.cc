@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "base/fp16.h"
 #include "kernels/cpu/attention_rows.h"
+#include "kernels/cpu/bnb4_blocks.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquant_blocks.h"
@@ -124,9 +125,12 @@ void dequantize_lowbit_block(RowFormat format, const uint8_t* block, float* out)
   }
 }
 
-// One block of any GGML format: 32 values, or 256 for the K-quants (row_format_info's block_size).
+// One block of any quantized format: 32 values, 256 for the K-quants, 64 for bitsandbytes' NF4/FP4
+// (row_format_info's block_size).
 void dequantize_quant_block(RowFormat format, const uint8_t* block, float* out) {
-  if (is_lowbit(format)) {
+  if (is_bnb4(format)) {
+    bnb4::dequantize_block(format == RowFormat::kNF4 ? bnb4::kNF4Code : bnb4::kFP4Code, block, out);
+  } else if (is_lowbit(format)) {
     dequantize_lowbit_block(format, block, out);
   } else if (is_kquant(format)) {
     dequantize_superblock(format, block, out);
@@ -164,7 +168,9 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kQ2_K:
     case RowFormat::kQ3_K:
     case RowFormat::kIQ4_NL:
-    case RowFormat::kIQ4_XS: {
+    case RowFormat::kIQ4_XS:
+    case RowFormat::kNF4:
+    case RowFormat::kFP4: {
       const RowFormatInfo& info = row_format_info(format);
       for (int64_t b = 0; b < k / info.block_size; ++b) {
         dequantize_quant_block(format, bytes + b * info.block_bytes, dst + b * info.block_size);
@@ -201,7 +207,9 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kQ2_K:
     case RowFormat::kQ3_K:
     case RowFormat::kIQ4_NL:
-    case RowFormat::kIQ4_XS: {
+    case RowFormat::kIQ4_XS:
+    case RowFormat::kNF4:
+    case RowFormat::kFP4: {
       const auto* bytes = static_cast<const uint8_t*>(row);
       const RowFormatInfo& info = row_format_info(format);
       float block[256];  // the largest block (K-quant super-block)

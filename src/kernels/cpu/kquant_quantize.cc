@@ -2,22 +2,26 @@
 // importance matrix): each super-block's scales are fitted by a weighted least-squares search,
 // the scales themselves quantized to 6 (Q4_K/Q5_K) or 8 (Q6_K) bits, and the values re-rounded
 // against the stored scales. Every float operation is done in the reference's order, so the
-// blocks are byte for byte llama.cpp's (tests/kernels/kquant_quantize_test.cc); this file must
-// stay free of FMA contraction (it is built with the baseline flags, as GGML's is).
+// blocks are byte for byte llama.cpp's (tests/kernels/kquant_quantize_test.cc); this file is
+// built without FMA contraction (-ffp-contract=off), as GGML's baseline build is.
+#include "kernels/cpu/kquant_quantize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/check.h"
-#include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
 namespace lm::kernels {
 namespace {
 
-constexpr int kGroup = 32;          // Q4_K/Q5_K values per 6-bit scale
-constexpr int kSubGroup = 16;       // Q6_K values per int8 scale
+using kquant::AffineFit;
+using kquant::AffineSearch;
+using kquant::SymmetricFit;
+constexpr int kGroup = kquant::kGroupSize;
+constexpr int kSubGroup = kquant::kSubGroupSize;
 constexpr float kAllZero = 1e-15f;  // a group whose largest magnitude is below this is zero
 constexpr int kScaleLevels = 63;    // 6-bit scales and mins
 
@@ -27,7 +31,8 @@ int nearest(float x) { return static_cast<int>(std::nearbyint(x)); }
 int clamp(int v, int lo, int hi) { return std::max(lo, std::min(hi, v)); }
 
 // The affine fit value ~= scale * q - offset (q in [0, levels]) of one group for Q4_K/Q5_K:
-// starts from the min-max grid, then tries nsteps + 1 slightly wider or narrower grids, each
+// starts from the min-max grid, then tries nsteps + 1 slightly wider or narrower grids (from the
+// best fit's offset so far, as GGML does), each
 // followed by the weighted least-squares scale and offset of its rounding, keeping the one of least
 // weighted squared error. An offset that would be negative is forced to zero (values all positive
 // use the full range from 0). Returns the scale; `offset` gets the (non-negative) offset and `q`
@@ -142,25 +147,14 @@ float fit_symmetric_group(const float* x, int levels, int8_t* q) {
   return scale;
 }
 
-// Q4_K and Q5_K share everything but the levels, the search grid and the packing of the values.
-template <int kLevels>
-void quantize_superblock_affine(const float* x, uint8_t* block, uint8_t q[kquant::kSuperBlock]) {
-  constexpr float kRmin = kLevels == 15 ? -1.0f : -0.5f;
-  constexpr int kSteps = kLevels == 15 ? 20 : 15;
-  float scales[kquant::kGroups];
-  float offsets[kquant::kGroups];
+// Q4_K and Q5_K share everything but the levels, the search grid and the packing of the values:
+// the scales and offsets quantized to 6 bits, the values rounded again against them.
+void finish_affine_superblock(const float* x, int levels, AffineFit& fit, uint8_t* block) {
   float max_scale = 0;
   float max_offset = 0;
   for (int g = 0; g < kquant::kGroups; ++g) {
-    const float* xg = x + kGroup * g;
-    float sum_x2 = 0;
-    for (int i = 0; i < kGroup; ++i) sum_x2 += xg[i] * xg[i];
-    const float av_x = std::sqrt(sum_x2 / kGroup);
-    float w[kGroup];
-    for (int i = 0; i < kGroup; ++i) w[i] = av_x + std::fabs(xg[i]);
-    scales[g] = fit_affine_group(xg, w, kLevels, kRmin, 0.1f, kSteps, q + kGroup * g, &offsets[g]);
-    max_scale = std::max(max_scale, scales[g]);
-    max_offset = std::max(max_offset, offsets[g]);
+    max_scale = std::max(max_scale, fit.scales[g]);
+    max_offset = std::max(max_offset, fit.offsets[g]);
   }
   const float inv_scale = max_scale > 0 ? kScaleLevels / max_scale : 0.0f;
   const float inv_offset = max_offset > 0 ? kScaleLevels / max_offset : 0.0f;
@@ -168,9 +162,9 @@ void quantize_superblock_affine(const float* x, uint8_t* block, uint8_t q[kquant
   std::memset(packed, 0, 12);
   for (int g = 0; g < kquant::kGroups; ++g) {
     const auto ls =
-        std::min<uint8_t>(kScaleLevels, static_cast<uint8_t>(nearest(inv_scale * scales[g])));
+        std::min<uint8_t>(kScaleLevels, static_cast<uint8_t>(nearest(inv_scale * fit.scales[g])));
     const auto lm =
-        std::min<uint8_t>(kScaleLevels, static_cast<uint8_t>(nearest(inv_offset * offsets[g])));
+        std::min<uint8_t>(kScaleLevels, static_cast<uint8_t>(nearest(inv_offset * fit.offsets[g])));
     if (g < 4) {
       packed[g] = ls;
       packed[g + 4] = lm;
@@ -182,29 +176,70 @@ void quantize_superblock_affine(const float* x, uint8_t* block, uint8_t q[kquant
   }
   quant::store_f16(block, max_scale / kScaleLevels);
   quant::store_f16(block + 2, max_offset / kScaleLevels);
-  // Round again against the scales as stored.
   uint8_t sc[kquant::kGroups], mn[kquant::kGroups];
   kquant::unpack_scales_k4(packed, sc, mn);
   for (int g = 0; g < kquant::kGroups; ++g) {
     const float d = quant::load_f16(block) * sc[g];
-    if (d == 0) continue;
+    if (d == 0) continue;  // the search's levels stay
     const float dm = quant::load_f16(block + 2) * mn[g];
     for (int i = 0; i < kGroup; ++i) {
-      q[kGroup * g + i] =
-          static_cast<uint8_t>(clamp(nearest((x[kGroup * g + i] + dm) / d), 0, kLevels));
+      fit.q[kGroup * g + i] =
+          static_cast<uint8_t>(clamp(nearest((x[kGroup * g + i] + dm) / d), 0, levels));
     }
+  }
+}
+
+void fit_affine(const float* x, const AffineSearch& search, AffineFit& fit, Isa isa) {
+  if (isa >= Isa::kAvx2 && kquant::fit_groups_avx2_built()) {
+    kquant::fit_affine_groups_avx2(x, search, fit);
+  } else {
+    kquant::fit_affine_groups(x, search, fit);
+  }
+}
+
+void fit_symmetric(const float* x, SymmetricFit& fit, Isa isa) {
+  if (isa >= Isa::kAvx2 && kquant::fit_groups_avx2_built()) {
+    kquant::fit_symmetric_groups_avx2(x, fit);
+  } else {
+    kquant::fit_symmetric_groups(x, fit);
   }
 }
 
 }  // namespace
 
-void quantize_row_q4_k(const float* src, void* dst, int64_t k) {
+namespace kquant {
+
+void fit_affine_groups(const float* x, const AffineSearch& search, AffineFit& fit) {
+  for (int g = 0; g < kquant::kGroups; ++g) {
+    const float* xg = x + kGroup * g;
+    // Weights: the group's RMS plus each value's magnitude (larger values matter more).
+    float sum_x2 = 0;
+    for (int i = 0; i < kGroup; ++i) sum_x2 += xg[i] * xg[i];
+    const float av_x = std::sqrt(sum_x2 / kGroup);
+    float w[kGroup];
+    for (int i = 0; i < kGroup; ++i) w[i] = av_x + std::fabs(xg[i]);
+    fit.scales[g] = fit_affine_group(xg, w, search.levels, search.rmin, 0.1f, search.steps,
+                                     fit.q + kGroup * g, &fit.offsets[g]);
+  }
+}
+
+void fit_symmetric_groups(const float* x, SymmetricFit& fit) {
+  for (int s = 0; s < kquant::kSubGroups; ++s) {
+    fit.scales[s] = fit_symmetric_group(x + kSubGroup * s, 32, fit.q + kSubGroup * s);
+  }
+}
+
+}  // namespace kquant
+
+void quantize_row_q4_k(const float* src, void* dst, int64_t k, Isa isa) {
   LM_CHECK(k % kquant::kSuperBlock == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kquant::kSuperBlock; ++b, src += kquant::kSuperBlock) {
     uint8_t* block = out + b * kquant::kQ4_KBytes;
-    uint8_t q[kquant::kSuperBlock];
-    quantize_superblock_affine<15>(src, block, q);
+    AffineFit fit;
+    fit_affine(src, kquant::kQ4_KSearch, fit, isa);
+    finish_affine_superblock(src, kquant::kQ4_KSearch.levels, fit, block);
+    const uint8_t* q = fit.q;
     // Each 64 values: the first 32 in the low nibbles of 32 bytes, the next 32 in the high ones.
     uint8_t* qs = block + kquant::kQ4_KQsOffset;
     for (int j = 0; j < kquant::kSuperBlock; j += 64, qs += 32) {
@@ -213,13 +248,15 @@ void quantize_row_q4_k(const float* src, void* dst, int64_t k) {
   }
 }
 
-void quantize_row_q5_k(const float* src, void* dst, int64_t k) {
+void quantize_row_q5_k(const float* src, void* dst, int64_t k, Isa isa) {
   LM_CHECK(k % kquant::kSuperBlock == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kquant::kSuperBlock; ++b, src += kquant::kSuperBlock) {
     uint8_t* block = out + b * kquant::kQ5_KBytes;
-    uint8_t q[kquant::kSuperBlock];
-    quantize_superblock_affine<31>(src, block, q);
+    AffineFit fit;
+    fit_affine(src, kquant::kQ5_KSearch, fit, isa);
+    finish_affine_superblock(src, kquant::kQ5_KSearch.levels, fit, block);
+    const uint8_t* q = fit.q;
     // As Q4_K's nibbles; the fifth bit of value l of group g is bit g of qh[l].
     uint8_t* qh = block + kquant::kQ5_KQhOffset;
     uint8_t* qs = block + kquant::kQ5_KQsOffset;
@@ -235,18 +272,19 @@ void quantize_row_q5_k(const float* src, void* dst, int64_t k) {
   }
 }
 
-void quantize_row_q6_k(const float* src, void* dst, int64_t k) {
+void quantize_row_q6_k(const float* src, void* dst, int64_t k, Isa isa) {
   LM_CHECK(k % kquant::kSuperBlock == 0);
-  constexpr int kSubGroups = kquant::kSuperBlock / kSubGroup;
+  constexpr int kSubGroups = kquant::kSubGroups;
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kquant::kSuperBlock; ++b, src += kquant::kSuperBlock) {
     uint8_t* block = out + b * kquant::kQ6_KBytes;
-    int8_t q[kquant::kSuperBlock];
-    float scales[kSubGroups];
+    SymmetricFit fit;
+    fit_symmetric(src, fit, isa);
+    int8_t* q = fit.q;
+    const float* scales = fit.scales;
     float max_scale = 0;
     float max_abs_scale = 0;
     for (int s = 0; s < kSubGroups; ++s) {
-      scales[s] = fit_symmetric_group(src + kSubGroup * s, 32, q + kSubGroup * s);
       if (std::fabs(scales[s]) > max_abs_scale) {
         max_abs_scale = std::fabs(scales[s]);
         max_scale = scales[s];

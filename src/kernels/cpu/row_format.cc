@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "kernels/cpu/bnb4_blocks.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
@@ -53,6 +54,8 @@ const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kQ3_K{"q3_k", kquant::kSuperBlock, lowbit::kQ3_KBytes};
   static constexpr RowFormatInfo kIQ4_NL{"iq4_nl", kQuantBlockSize, lowbit::kIQ4_NLBytes};
   static constexpr RowFormatInfo kIQ4_XS{"iq4_xs", kquant::kSuperBlock, lowbit::kIQ4_XSBytes};
+  static constexpr RowFormatInfo kNF4{"nf4", bnb4::kBlock, bnb4::kBlockBytes};
+  static constexpr RowFormatInfo kFP4{"fp4", bnb4::kBlock, bnb4::kBlockBytes};
   switch (format) {
     case RowFormat::kF32:
       return kF32;
@@ -84,6 +87,10 @@ const RowFormatInfo& row_format_info(RowFormat format) {
       return kIQ4_NL;
     case RowFormat::kIQ4_XS:
       return kIQ4_XS;
+    case RowFormat::kNF4:
+      return kNF4;
+    case RowFormat::kFP4:
+      return kFP4;
   }
   LM_CHECK_MSG(false, "unknown RowFormat");
   return kF32;
@@ -92,6 +99,8 @@ const RowFormatInfo& row_format_info(RowFormat format) {
 bool is_kquant(RowFormat format) {
   return format == RowFormat::kQ4_K || format == RowFormat::kQ5_K || format == RowFormat::kQ6_K;
 }
+
+bool is_bnb4(RowFormat format) { return format == RowFormat::kNF4 || format == RowFormat::kFP4; }
 
 bool is_lowbit(RowFormat format) {
   return format == RowFormat::kQ2_K || format == RowFormat::kQ3_K || format == RowFormat::kIQ4_NL ||

@@ -24,7 +24,9 @@ enum class RowFormat {
   kQ2_K,
   kQ3_K,
   kIQ4_NL,
-  kIQ4_XS
+  kIQ4_XS,
+  kNF4,  // bitsandbytes' 4-bit formats (bnb4_blocks.h): no int8 dot, fp32 activations
+  kFP4
 };
 
 // A row of k elements is k / block_size blocks of block_bytes each (block_size 1 for the
@@ -37,7 +39,7 @@ enum class RowFormat {
 // where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble; Q5's fifth
 // bit of element i is bit i of the little-endian 32-bit qh.
 // The K-quants (blocks of 256) are described in kquant_blocks.h, the low-bit formats in
-// lowbit_blocks.h.
+// lowbit_blocks.h, bitsandbytes' NF4/FP4 (blocks of 64) in bnb4_blocks.h.
 struct RowFormatInfo {
   const char* name;
   int64_t block_size;
@@ -48,6 +50,8 @@ inline constexpr int64_t kQuantBlockSize = 32;
 
 // True for Q4_K, Q5_K and Q6_K (super-blocks of 256).
 bool is_kquant(RowFormat format);
+// True for bitsandbytes' NF4 and FP4.
+bool is_bnb4(RowFormat format);
 
 // True for Q2_K, Q3_K, IQ4_NL and IQ4_XS (lowbit_blocks.h: int8 values with integer scales per 16).
 bool is_lowbit(RowFormat format);
@@ -70,9 +74,12 @@ void quantize_row_q4_1(const float* src, void* dst, int64_t k);
 void quantize_row_q5_0(const float* src, void* dst, int64_t k);
 void quantize_row_q5_1(const float* src, void* dst, int64_t k);
 // GGML's reference K-quant quantizers (k a multiple of 256), as llama-quantize writes them without
-// an importance matrix (kquant_quantize.cc).
-void quantize_row_q4_k(const float* src, void* dst, int64_t k);
-void quantize_row_q5_k(const float* src, void* dst, int64_t k);
-void quantize_row_q6_k(const float* src, void* dst, int64_t k);
+// an importance matrix (kquant_quantize.cc); the same bytes at every ISA.
+void quantize_row_q4_k(const float* src, void* dst, int64_t k, Isa isa = best_isa());
+void quantize_row_q5_k(const float* src, void* dst, int64_t k, Isa isa = best_isa());
+void quantize_row_q6_k(const float* src, void* dst, int64_t k, Isa isa = best_isa());
+// bitsandbytes' quantize_4bit (blocksize 64, no nested statistics; k a multiple of 64), bnb4.cc.
+void quantize_row_nf4(const float* src, void* dst, int64_t k);
+void quantize_row_fp4(const float* src, void* dst, int64_t k);
 
 }  // namespace lm::kernels
