@@ -163,6 +163,7 @@ const IsaKernels& avx512_kernels() {
   static const IsaKernels kKernels = [] {
     IsaKernels kernels = avx2_kernels();
     avx512::add_lane_kernels(kernels);
+    add_avx512_bnb4_kernels(kernels);
     return kernels;
   }();
   return kKernels;

@@ -164,5 +164,7 @@ const IsaKernels& scalar_kernels();
 void add_avx2_kernels(IsaKernels& kernels);
 // The VNNI (vpdpbusd) int8 dots, tiles and interleaved GEMM.
 void add_avx512_vnni_kernels(IsaKernels& kernels);
+// AVX-512F's dot_row for bitsandbytes' NF4 / FP4 (the table's previous dot_row for the rest).
+void add_avx512_bnb4_kernels(IsaKernels& kernels);
 
 }  // namespace lm::kernels
