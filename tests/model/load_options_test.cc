@@ -58,22 +58,30 @@ struct Agreement {
   size_t cases = 0;
 };
 
+// Largest |logit - reference| of one fixture case's next-token logits, relative to its largest.
+double max_logit_rel(LlamaModel& model, ThreadPool& pool, const Json& c) {
+  const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+  const auto logit_ids = c["logit_ids"].get<std::vector<int32_t>>();
+  const auto ref = c["logits"].get<std::vector<float>>();
+  SequenceForward sequence(model, static_cast<int64_t>(prompt.size()));
+  const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
+  float scale = 1;
+  for (float r : ref) scale = std::max(scale, std::abs(r));
+  double max_rel = 0;
+  for (size_t i = 0; i < logit_ids.size(); ++i) {
+    const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref[i]);
+    max_rel = std::max(max_rel, diff / scale);
+  }
+  return max_rel;
+}
+
 Agreement agreement(LlamaModel& model, const Json& fixture) {
   ThreadPool pool(2);
   Agreement a;
   for (const Json& c : fixture["cases"]) {
     const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     const auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
-    const auto logit_ids = c["logit_ids"].get<std::vector<int32_t>>();
-    const auto ref = c["logits"].get<std::vector<float>>();
-    SequenceForward sequence(model, static_cast<int64_t>(prompt.size()));
-    const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-    float scale = 1;
-    for (float r : ref) scale = std::max(scale, std::abs(r));
-    for (size_t i = 0; i < logit_ids.size(); ++i) {
-      const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref[i]);
-      a.max_rel = std::max(a.max_rel, diff / scale);
-    }
+    a.max_rel = std::max(a.max_rel, max_logit_rel(model, pool, c));
     a.greedy_equal +=
         greedy(model, pool, prompt, static_cast<int64_t>(expected.size())) == expected;
     ++a.cases;
@@ -242,19 +250,8 @@ TEST(LoadOptions, KquantsAtLoadOnTheDefaultModelsFloatCopy) {
     }
     // The prompts' next-token logits (the greedy continuations would take minutes here).
     double max_rel = 0;
-    for (const Json& f : fixture["cases"]) {
-      const auto prompt = f["prompt_ids"].get<std::vector<int32_t>>();
-      const auto logit_ids = f["logit_ids"].get<std::vector<int32_t>>();
-      const auto ref = f["logits"].get<std::vector<float>>();
-      SequenceForward sequence(**model, static_cast<int64_t>(prompt.size()));
-      const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-      float scale = 1;
-      for (float r : ref) scale = std::max(scale, std::abs(r));
-      for (size_t i = 0; i < logit_ids.size(); ++i) {
-        const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref[i]);
-        max_rel = std::max(max_rel, diff / scale);
-      }
-    }
+    for (const Json& f : fixture["cases"])
+      max_rel = std::max(max_rel, max_logit_rel(**model, pool, f));
     std::printf("%s: max relative logit difference %.4f\n", c.flag, max_rel);
     EXPECT_GT(max_rel, 0.0);
     EXPECT_LT(max_rel, c.max_rel);

@@ -32,11 +32,10 @@ int clamp(int v, int lo, int hi) { return std::max(lo, std::min(hi, v)); }
 
 // The affine fit value ~= scale * q - offset (q in [0, levels]) of one group for Q4_K/Q5_K:
 // starts from the min-max grid, then tries nsteps + 1 slightly wider or narrower grids (from the
-// best fit's offset so far, as GGML does), each
-// followed by the weighted least-squares scale and offset of its rounding, keeping the one of least
-// weighted squared error. An offset that would be negative is forced to zero (values all positive
-// use the full range from 0). Returns the scale; `offset` gets the (non-negative) offset and `q`
-// the chosen levels.
+// best fit's offset so far, as GGML does), each followed by the weighted least-squares scale and
+// offset of its rounding, keeping the one of least weighted squared error. An offset that would be
+// negative is forced to zero (values all positive use the full range from 0). Returns the scale;
+// `offset` gets the (non-negative) offset and `q` the chosen levels.
 float fit_affine_group(const float* x, const float* w, int levels, float rmin, float rdelta,
                        int nsteps, uint8_t* q, float* offset) {
   float min = x[0];
