@@ -230,45 +230,46 @@ void fit_symmetric_groups(const float* x, SymmetricFit& fit) {
 
 }  // namespace kquant
 
-void quantize_row_q4_k(const float* src, void* dst, int64_t k, Isa isa) {
-  LM_CHECK(k % kquant::kSuperBlock == 0);
-  auto* out = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < k / kquant::kSuperBlock; ++b, src += kquant::kSuperBlock) {
-    uint8_t* block = out + b * kquant::kQ4_KBytes;
-    AffineFit fit;
-    fit_affine(src, kquant::kQ4_KSearch, fit, isa);
-    finish_affine_superblock(src, kquant::kQ4_KSearch.levels, fit, block);
-    const uint8_t* q = fit.q;
-    // Each 64 values: the first 32 in the low nibbles of 32 bytes, the next 32 in the high ones.
-    uint8_t* qs = block + kquant::kQ4_KQsOffset;
-    for (int j = 0; j < kquant::kSuperBlock; j += 64, qs += 32) {
-      for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(q[j + l] | (q[j + l + 32] << 4));
-    }
-  }
-}
+namespace {
 
-void quantize_row_q5_k(const float* src, void* dst, int64_t k, Isa isa) {
+// Q4_K and Q5_K rows: the same fit and the same nibbles (each 64 values: the first 32 in the low
+// nibbles of 32 bytes, the next 32 in the high ones); Q5_K (qh_offset >= 0) keeps the fifth bit
+// of value l of group g in bit g of qh[l].
+void quantize_row_affine(const float* src, void* dst, int64_t k, Isa isa,
+                         const AffineSearch& search, int64_t block_bytes, int qs_offset,
+                         int qh_offset) {
   LM_CHECK(k % kquant::kSuperBlock == 0);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kquant::kSuperBlock; ++b, src += kquant::kSuperBlock) {
-    uint8_t* block = out + b * kquant::kQ5_KBytes;
+    uint8_t* block = out + b * block_bytes;
     AffineFit fit;
-    fit_affine(src, kquant::kQ5_KSearch, fit, isa);
-    finish_affine_superblock(src, kquant::kQ5_KSearch.levels, fit, block);
+    fit_affine(src, search, fit, isa);
+    finish_affine_superblock(src, search.levels, fit, block);
     const uint8_t* q = fit.q;
-    // As Q4_K's nibbles; the fifth bit of value l of group g is bit g of qh[l].
-    uint8_t* qh = block + kquant::kQ5_KQhOffset;
-    uint8_t* qs = block + kquant::kQ5_KQsOffset;
-    std::memset(qh, 0, 32);
+    uint8_t* qh = qh_offset >= 0 ? block + qh_offset : nullptr;
+    uint8_t* qs = block + qs_offset;
+    if (qh) std::memset(qh, 0, 32);
     for (int j = 0, g = 0; j < kquant::kSuperBlock; j += 64, g += 2, qs += 32) {
       for (int l = 0; l < 32; ++l) {
         const int lo = q[j + l];
         const int hi = q[j + l + 32];
-        qh[l] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (g + 1)));
+        if (qh) qh[l] |= static_cast<uint8_t>(((lo >> 4) << g) | ((hi >> 4) << (g + 1)));
         qs[l] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
       }
     }
   }
+}
+
+}  // namespace
+
+void quantize_row_q4_k(const float* src, void* dst, int64_t k, Isa isa) {
+  quantize_row_affine(src, dst, k, isa, kquant::kQ4_KSearch, kquant::kQ4_KBytes,
+                      kquant::kQ4_KQsOffset, -1);
+}
+
+void quantize_row_q5_k(const float* src, void* dst, int64_t k, Isa isa) {
+  quantize_row_affine(src, dst, k, isa, kquant::kQ5_KSearch, kquant::kQ5_KBytes,
+                      kquant::kQ5_KQsOffset, kquant::kQ5_KQhOffset);
 }
 
 void quantize_row_q6_k(const float* src, void* dst, int64_t k, Isa isa) {
