@@ -238,7 +238,8 @@ int run_server(const LauncherArgs& args) {
   log_info(dtype_log_line(plan));
   if (load_quantization) {
     const auto start = std::chrono::steady_clock::now();
-    const int64_t n = (*model)->quantize_float_weights(*load_quantization, pool);
+    const int64_t n = (*model)->quantize_float_weights(*load_quantization, pool,
+                                                       load_row_quantizer(*args.quantize));
     // The stored types show llama.cpp's fallbacks (K-quants on rows of whole 32-value blocks).
     log_info(fmt::format(
         "--quantize {}: quantized {} float weight matrices at load in {:.1f}s (matrices now {})",

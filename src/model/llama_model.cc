@@ -136,10 +136,11 @@ void LlamaModel::drop_file_pages(const Tensor& source) const {
   store_.drop_pages(source.data, static_cast<size_t>(source.dim(0) * source.row_bytes()));
 }
 
-int64_t LlamaModel::quantize_float_weights(DType block, ThreadPool& pool) {
+int64_t LlamaModel::quantize_float_weights(DType block, ThreadPool& pool,
+                                           ops::RowQuantizer quantizer) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are quantized once, before they are converted or prepared for the CPU");
-  return lm::quantize_float_weights(weights_, block, quantized_weights_, pool,
+  return lm::quantize_float_weights(weights_, block, quantizer, quantized_weights_, pool,
                                     [&](const Tensor& source) { drop_file_pages(source); });
 }
 

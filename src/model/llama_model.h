@@ -17,6 +17,7 @@
 #include "model/model_config.h"
 #include "model/sparse_moe.h"
 #include "model/weight_dtype.h"
+#include "ops/convert_weight.h"
 #include "tensor/tensor.h"
 
 namespace lm {
@@ -45,10 +46,11 @@ class LlamaModel {
   // TGI's --dtype: float weight matrices held in `dtype` from now on (model/weight_dtype.h);
   // must come before set_int8_activations. The matrices are spread over `pool`.
   void convert_float_weights(DType dtype, ThreadPool& pool);
-  // Our --quantize q8_0 ... q6_k: float Linear matrices quantized to `block` at load
-  // (model/weight_dtype.h), before convert_float_weights and set_int8_activations. Returns how
-  // many were quantized.
-  int64_t quantize_float_weights(DType block, ThreadPool& pool);
+  // --quantize q8_0 ... q6_k, bitsandbytes-nf4/-fp4, eetq: float Linear matrices quantized to
+  // `block` by `quantizer` at load (model/weight_dtype.h), before convert_float_weights and
+  // set_int8_activations. Returns how many were quantized.
+  int64_t quantize_float_weights(DType block, ThreadPool& pool,
+                                 ops::RowQuantizer quantizer = ops::RowQuantizer::kBlockType);
   // fp32 workspace bytes forward_batch needs per token of a batch.
   static int64_t workspace_bytes_per_token(const ModelConfig& config);
 

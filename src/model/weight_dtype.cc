@@ -75,7 +75,8 @@ int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // `arena`, allocated here as one huge-page buffer (nothing when there are no targets), the matrices
 // spread over `pool`, and repoints them there; `done` is called with each source afterwards.
 void reencode_into_arena(const std::vector<Target<Tensor>>& targets, Buffer& arena,
-                         ThreadPool& pool, Tensor (*encode)(const Tensor&, DType, void*),
+                         ThreadPool& pool,
+                         const std::function<Tensor(const Tensor&, DType, void*)>& encode,
                          const std::function<void(const Tensor& source)>& done) {
   if (targets.empty()) return;
   std::vector<int64_t> offsets;  // of each matrix in the arena
@@ -140,13 +141,24 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
   if (flag == "q6_k") return DType::kQ6_K;
   if (flag == "bitsandbytes-nf4") return DType::kNF4;
   if (flag == "bitsandbytes-fp4") return DType::kFP4;
+  if (flag == "eetq") return DType::kQ8_0;
   return std::nullopt;
 }
 
-int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
+ops::RowQuantizer load_row_quantizer(std::string_view flag) {
+  return flag == "eetq" ? ops::RowQuantizer::kEetq : ops::RowQuantizer::kBlockType;
+}
+
+int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer quantizer,
+                               Buffer& arena, ThreadPool& pool,
                                const std::function<void(const Tensor& source)>& quantized) {
   const std::vector<Target<Tensor>> targets = to_quantize(w, block);
-  reencode_into_arena(targets, arena, pool, ops::quantize_weight, quantized);
+  reencode_into_arena(
+      targets, arena, pool,
+      [quantizer](const Tensor& t, DType dtype, void* dst) {
+        return ops::quantize_weight(t, dtype, dst, quantizer);
+      },
+      quantized);
   return static_cast<int64_t>(targets.size());
 }
 

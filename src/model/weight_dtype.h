@@ -10,6 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "model/llama_weights.h"
+#include "ops/convert_weight.h"
 #include "tensor/tensor.h"
 
 namespace lm {
@@ -29,8 +30,12 @@ WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dty
 
 // The --quantize values that quantize float weights at load: ours, "q8_0", "q4_0", "q4_1",
 // "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" (as llama.cpp's quantize does offline), and TGI's
-// "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type; nullopt for any other.
+// "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type, and TGI's "eetq" -> Q8_0 (EETQ's
+// per-channel int8 values and fp16 scales are exactly Q8_0 blocks); nullopt for any other.
 std::optional<DType> load_quantization_dtype(std::string_view flag);
+// How --quantize `flag` writes its block type's rows: EETQ's quantizer for "eetq", the type's
+// own for the others.
+ops::RowQuantizer load_row_quantizer(std::string_view flag);
 
 // Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears
 // but an MoE router, which llama.cpp keeps in float too, and an untied LM head; the embedding
@@ -39,7 +44,8 @@ std::optional<DType> load_quantization_dtype(std::string_view flag);
 // here, one huge-page buffer), matrices spread over `pool`, and repoints them there; `quantized` is
 // called with each source afterwards, from the pool's threads. Returns how many matrices were
 // quantized.
-int64_t quantize_float_weights(LlamaWeights& w, DType block, Buffer& arena, ThreadPool& pool,
+int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer quantizer,
+                               Buffer& arena, ThreadPool& pool,
                                const std::function<void(const Tensor& source)>& quantized = {});
 
 // Converts every float matrix whose dtype differs from `dtype` into `arena` (allocated here, one

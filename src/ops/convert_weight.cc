@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/cpu/eetq.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
 
@@ -93,8 +94,12 @@ std::optional<DType> load_quantization_target(const Tensor& w, DType requested) 
   return std::nullopt;
 }
 
-Tensor quantize_weight(const Tensor& w, DType block, void* dst) {
+Tensor quantize_weight(const Tensor& w, DType block, void* dst, RowQuantizer quantizer) {
   LM_CHECK(load_quantization_target(w, block) == block);
+  if (quantizer == RowQuantizer::kEetq) {
+    LM_CHECK(block == DType::kQ8_0);
+    return encode_rows(w, block, dst, kernels::quantize_row_eetq);
+  }
   using Quantizer = void (*)(const float*, void*, int64_t);
   Quantizer quantize_row = nullptr;
   switch (block) {

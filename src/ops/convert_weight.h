@@ -25,8 +25,14 @@ bool is_load_quantization_dtype(DType dtype);
 // blocks, the type llama.cpp's quantize falls back to (Q4_K -> Q5_0, Q5_K -> Q5_1,
 // Q6_K -> Q8_0); nullopt when w stays as it is (llama.cpp keeps such rows float too).
 std::optional<DType> load_quantization_target(const Tensor& w, DType requested);
-// Writes w quantized to `block` (its load_quantization_target; each row through fp32, GGML's
-// reference quantizer) to dst (dtype_bytes(block, w.numel()) bytes) and returns a view of them.
-Tensor quantize_weight(const Tensor& w, DType block, void* dst);
+// The quantizer that writes a matrix's rows at load: its block type's own (GGML's reference
+// quantizers, bitsandbytes' quantize_4bit), or EETQ's per-channel int8, written as Q8_0 rows
+// (TGI's --quantize eetq; kernels/cpu/eetq.h).
+enum class RowQuantizer { kBlockType, kEetq };
+// Writes w quantized to `block` (its load_quantization_target; each row through fp32, by
+// `quantizer`: kEetq needs Q8_0) to dst (dtype_bytes(block, w.numel()) bytes) and returns a view
+// of them.
+Tensor quantize_weight(const Tensor& w, DType block, void* dst,
+                       RowQuantizer quantizer = RowQuantizer::kBlockType);
 
 }  // namespace lm::ops

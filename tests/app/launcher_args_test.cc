@@ -47,12 +47,14 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
     EXPECT_TRUE(check_launcher_args(a).ok()) << prequantized;
   }
   for (const char* at_load : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k",
-                              "bitsandbytes-nf4", "bitsandbytes-fp4"}) {
+                              "bitsandbytes-nf4", "bitsandbytes-fp4", "eetq"}) {
     a.quantize = at_load;  // ours: a float checkpoint quantized at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << at_load;
   }
   a.quantize = "q2_k";
-  EXPECT_NE(check_error(a).find("q4_k, q5_k and q6_k and bitsandbytes-nf4"), std::string::npos);
+  EXPECT_NE(
+      check_error(a).find("q4_k, q5_k and q6_k, bitsandbytes-nf4 / bitsandbytes-fp4 and eetq"),
+      std::string::npos);
   a = {};
   a.num_shard = 2;
   EXPECT_NE(check_error(a).find("sharding"), std::string::npos);

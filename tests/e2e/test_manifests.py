@@ -89,7 +89,7 @@ def test_log_level_from_the_environment():
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"QUANTIZE": "eetq"}, "--quantize eetq is not supported yet"),
+    ({"QUANTIZE": "bitsandbytes"}, "--quantize bitsandbytes is not supported yet"),
     ({"QUANTIZE": "gptq"}, "--quantize gptq: "),  # the default model is a GGUF file
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),
@@ -219,6 +219,31 @@ def test_bitsandbytes_4bit_at_load_serves_what_transformers_computes(quant_type)
             assert greedy_ids(s, case["prompt"], len(want)) == want, case["prompt"]
         log = s.stdout() + s.stderr()
         assert f"(matrices now F32, {quant_type.upper()})" in log, log
+
+
+def test_eetq_at_load_serves_what_transformers_computes():
+    """TGI's QUANTIZE=eetq on a float folder: EETQ's per-channel int8 values and fp16 scales, held
+    exactly as Q8_0 blocks (the plan counts q8_0's bytes), an fp16 KV cache (the int8 path, as for
+    q8_0), and with fp32 activations the greedy tokens of transformers over EETQ's dequantized
+    weights (tests/fixtures/models/smollm2-eetq.json)."""
+    def plan(quantize):
+        r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output",
+                          "--quantize", quantize])  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    eetq = plan("eetq")
+    assert eetq["memory"]["weights_bytes"] == plan("q8_0")["memory"]["weights_bytes"]
+    assert eetq["kv_cache_dtype"] == "fp16"
+    cases = json.loads((FIXTURES / "smollm2-eetq.json").read_text())["cases"]
+    with launch_server(["--model-id", str(SMOLLM2_F32), "--int8-activations", "false"],
+                       env={"QUANTIZE": "eetq"}, use_flags_for_port=False) as s:  # fmt: skip
+        for case in cases[:3]:
+            want = until_eos(case["greedy_ids"])
+            assert greedy_ids(s, case["prompt"], len(want)) == want, case["prompt"]
+        log = s.stdout() + s.stderr()
+        assert "--quantize eetq: quantized 210 float weight matrices" in log, log
+        assert "(matrices now F32, Q8_0)" in log, log
 
 
 def test_an_fp8_cache_serves_and_says_so():

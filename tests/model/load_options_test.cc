@@ -15,6 +15,7 @@
 #include "base/fp16.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "kernels/cpu/eetq.h"
 #include "kernels/cpu/row_format.h"
 #include "model/llama_model.h"
 #include "runtime/model_executor.h"
@@ -286,6 +287,42 @@ TEST(LoadOptions, BitsandbytesAtLoadComputesWhatTransformersComputes) {
     EXPECT_LT(a.max_rel, 1e-4);
     EXPECT_EQ(a.greedy_equal, a.cases);
   }
+}
+
+// TGI's --quantize eetq on the default model's float copy: every Linear in Q8_0 blocks that carry
+// EETQ's per-channel fp16 scale (one scale per row: the blocks of a row agree), byte for byte what
+// EETQ's quantizer (tests/kernels/eetq_test.cc) makes of the F32 rows; and the model computes what
+// transformers computes over EETQ's dequantized weights (scripts/fixtures/make_eetq_references.py):
+// exact values, so only the summation order differs.
+TEST(LoadOptions, EetqAtLoadComputesWhatTransformersComputes) {
+  const fs::path source = kTestModels / "smollm2-f32";
+  if (!fs::exists(source / "config.json")) GTEST_SKIP() << "no " << source;
+  auto reference = LlamaModel::load(source.string());
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  const Tensor f32 = (*reference)->weights().layers[5].gate_proj;
+  auto model = LlamaModel::load(source.string(), {.rope_scaling = {}, .quantize = "eetq"});
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_EQ(load_quantization_dtype("eetq"), DType::kQ8_0);
+  ASSERT_EQ(load_row_quantizer("eetq"), ops::RowQuantizer::kEetq);
+  ThreadPool pool(2);
+  EXPECT_EQ((*model)->quantize_float_weights(DType::kQ8_0, pool, ops::RowQuantizer::kEetq), 30 * 7);
+  EXPECT_EQ(summarize_weights((*model)->weights()).stored_dtypes, "F32, Q8_0");
+  const Tensor& gate = (*model)->weights().layers[5].gate_proj;
+  ASSERT_EQ(gate.dtype, DType::kQ8_0);
+  const int64_t cols = f32.dim(1);
+  std::vector<uint8_t> expected(static_cast<size_t>(gate.row_bytes()));
+  for (int64_t r = 0; r < f32.dim(0); r += 61) {
+    kernels::quantize_row_eetq(f32.as<float>() + r * cols, expected.data(), cols);
+    const auto* row = static_cast<const uint8_t*>(gate.data) + r * gate.row_bytes();
+    ASSERT_EQ(0, std::memcmp(expected.data(), row, expected.size())) << "row " << r;
+    for (int64_t b = 1; b < cols / 32; ++b)  // the row's one scale in every block
+      ASSERT_EQ(0, std::memcmp(row, row + b * 34, 2)) << "row " << r << " block " << b;
+  }
+  const Agreement a = agreement(**model, read_json(kFixtures / "smollm2-eetq.json"));
+  std::printf("eetq: max relative logit difference %.2g, greedy equal in %zu of %zu cases\n",
+              a.max_rel, a.greedy_equal, a.cases);
+  EXPECT_LT(a.max_rel, 1e-4);
+  EXPECT_EQ(a.greedy_equal, a.cases);
 }
 
 // --quantize q4_0 quantizes float checkpoints: a pre-quantized one is refused, by name.
