@@ -11,9 +11,14 @@ TSAN_DIR ?= build-tsan
 # work queue, the engine thread, the HTTP server and its transport). `TSAN_LAYERS="... runtime"`
 # adds the model executor (it builds the whole model stack under TSan).
 TSAN_LAYERS ?= base engine server
+# The layers whose tests CI runs under ASan+UBSan (`make sanitize-ci`, after `make test`): the
+# hand-written parsers (loader, tokenizer, template, hub) and the serving path (grammar, engine,
+# server), with every fuzz target over its seeds. The model stack (kernels, ops, model, runtime)
+# and the e2e suite run instrumented in `make sanitize-address` only: they would not fit CI's time.
+SANITIZE_CI_LAYERS ?= base tensor loader tokenizer template hub grammar engine server
 
 .PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean \
-	sanitize sanitize-address sanitize-thread fuzz
+	sanitize sanitize-address sanitize-thread sanitize-ci fuzz
 
 all: build
 
@@ -53,6 +58,14 @@ sanitize-address: fixtures-test
 	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(ASAN_DIR)/test-models
 	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE cpu_isa
 	@TGI_LAUNCHER=$(abspath $(ASAN_DIR))/src/app/text-generation-launcher .venv/bin/python -m pytest -q tests/e2e
+
+sanitize-ci: fixtures-test
+	@cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=address,undefined > /dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(addsuffix _tests,$(SANITIZE_CI_LAYERS)) \
+	  fuzz_targets
+	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(ASAN_DIR)/test-models
+	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
+	  -L '^($(subst $() ,|,$(strip $(SANITIZE_CI_LAYERS) fuzz)))$$'
 
 sanitize-thread: fixtures-test
 	@cmake -S . -B $(TSAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=thread > /dev/null
