@@ -18,7 +18,7 @@ TSAN_LAYERS ?= base engine server
 SANITIZE_CI_LAYERS ?= base tensor loader tokenizer template hub grammar engine server
 
 .PHONY: all setup build test run fixtures-test dev-venv fixtures format format-check clean \
-	sanitize sanitize-address sanitize-thread sanitize-ci fuzz
+	sanitize asan-tree sanitize-address sanitize-thread sanitize-ci fuzz
 
 all: build
 
@@ -52,18 +52,19 @@ test: build fixtures-test format-check
 # $(BUILD_DIR)'s (fixtures-test), linked into the sanitizer trees.
 sanitize: sanitize-address sanitize-thread
 
-sanitize-address: fixtures-test
+# The ASan+UBSan tree, configured, with $(BUILD_DIR)'s test data linked in.
+asan-tree: fixtures-test
 	@cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=address,undefined > /dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS)
 	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(ASAN_DIR)/test-models
+
+sanitize-address: asan-tree
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
 	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE cpu_isa
 	@TGI_LAUNCHER=$(abspath $(ASAN_DIR))/src/app/text-generation-launcher .venv/bin/python -m pytest -q tests/e2e
 
-sanitize-ci: fixtures-test
-	@cmake -S . -B $(ASAN_DIR) $(CMAKE_FLAGS) -DLM_SANITIZE=address,undefined > /dev/null
+sanitize-ci: asan-tree
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(addsuffix _tests,$(SANITIZE_CI_LAYERS)) \
 	  fuzz_targets
-	@ln -sfn $(abspath $(BUILD_DIR))/test-models $(ASAN_DIR)/test-models
 	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
 	  -L '^($(subst $() ,|,$(strip $(SANITIZE_CI_LAYERS) fuzz)))$$'
 

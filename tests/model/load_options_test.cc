@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu/eetq.h"
+#include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 #include "model/llama_model.h"
 #include "runtime/model_executor.h"
@@ -315,8 +316,8 @@ TEST(LoadOptions, EetqAtLoadComputesWhatTransformersComputes) {
     kernels::quantize_row_eetq(f32.as<float>() + r * cols, expected.data(), cols);
     const auto* row = static_cast<const uint8_t*>(gate.data) + r * gate.row_bytes();
     ASSERT_EQ(0, std::memcmp(expected.data(), row, expected.size())) << "row " << r;
-    for (int64_t b = 1; b < cols / 32; ++b)  // the row's one scale in every block
-      ASSERT_EQ(0, std::memcmp(row, row + b * 34, 2)) << "row " << r << " block " << b;
+    for (int64_t b = 1; b < cols / kernels::kQuantBlockSize; ++b)  // the row's one scale
+      ASSERT_EQ(0, std::memcmp(row, row + b * kernels::quant::kQ8_0Bytes, 2)) << "row " << r;
   }
   const Agreement a = agreement(**model, read_json(kFixtures / "smollm2-eetq.json"));
   std::printf("eetq: max relative logit difference %.2g, greedy equal in %zu of %zu cases\n",

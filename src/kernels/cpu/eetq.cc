@@ -9,6 +9,7 @@
 // written as Q8_0 and served by its kernels: EETQ's values with no rounding of ours.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -20,18 +21,19 @@ namespace lm::kernels {
 
 void quantize_row_eetq(const float* src, void* dst, int64_t k) {
   LM_CHECK(k % kQuantBlockSize == 0);
+  std::vector<float> row(static_cast<size_t>(k));  // the row as TGI hands it over: in fp16
   float max_abs = 0.0f;
-  for (int64_t i = 0; i < k; ++i)
-    max_abs = std::max(max_abs, std::fabs(fp16_to_fp32(fp32_to_fp16(src[i]))));
+  for (int64_t i = 0; i < k; ++i) {
+    row[static_cast<size_t>(i)] = fp16_to_fp32(fp32_to_fp16(src[i]));
+    max_abs = std::max(max_abs, std::fabs(row[static_cast<size_t>(i)]));
+  }
   const float scale = max_abs * (1.0f / 128.0f);
-  const uint16_t scale_f16 = fp32_to_fp16(scale);
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < k / kQuantBlockSize; ++b) {
     uint8_t* block = out + b * quant::kQ8_0Bytes;
-    block[0] = static_cast<uint8_t>(scale_f16 & 0xff);
-    block[1] = static_cast<uint8_t>(scale_f16 >> 8);
+    quant::store_f16(block, scale);
     for (int64_t i = 0; i < kQuantBlockSize; ++i) {
-      const float w = fp16_to_fp32(fp32_to_fp16(src[b * kQuantBlockSize + i]));
+      const float w = row[static_cast<size_t>(b * kQuantBlockSize + i)];
       // An all-zero channel divides 0 by 0: EETQ's clamp, std::min(127.f, NaN), gives 127 (times
       // a zero scale).
       const float q =
