@@ -91,15 +91,15 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   }
   // gptq / awq / compressed-tensors (and marlin, TGI's GPU kernel for GPTQ/AWQ weights) name a
   // pre-quantized checkpoint's format, checked against its quantization_config at load; ours,
-  // q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k, and TGI's bitsandbytes-nf4 / -fp4
-  // and eetq, quantize a float checkpoint at load.
+  // q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k, and TGI's bitsandbytes (LLM.int8),
+  // bitsandbytes-nf4 / -fp4 and eetq, quantize a float checkpoint at load.
   if (a.quantize && *a.quantize != "gptq" && *a.quantize != "awq" &&
       *a.quantize != "compressed-tensors" && *a.quantize != "marlin" &&
       !load_quantization_dtype(*a.quantize)) {
     return not_built("--quantize " + *a.quantize,
                      "of quantizing at load only the GGML block types q8_0, q4_0, q4_1, q5_0, "
-                     "q5_1, q4_k, q5_k and q6_k, bitsandbytes-nf4 / bitsandbytes-fp4 and eetq "
-                     "are built (bitsandbytes (int8) and fp8 are issue 20); serve a "
+                     "q5_1, q4_k, q5_k and q6_k, bitsandbytes (LLM.int8), bitsandbytes-nf4 / "
+                     "bitsandbytes-fp4 and eetq are built (fp8 is issue 20); serve a "
                      "pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, or a GGUF file) or "
                      "one of those");
   }

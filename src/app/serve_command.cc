@@ -175,10 +175,12 @@ int run_server(const LauncherArgs& args) {
   plan.int8_activations = args.int8_activations;
   plan.cpu_isa = kernels::isa_name(kernels::best_isa());
   plan.limits.max_position_embeddings = std::min(config.max_context(), int64_t{1} << 20);
-  // bitsandbytes' NF4/FP4 have no int8 path (fp32 activations, transformers' numerics): they keep
-  // the fp32 cache of float weights.
-  const bool int8_path_at_load =
-      load_quantization && *load_quantization != DType::kNF4 && *load_quantization != DType::kFP4;
+  // bitsandbytes' NF4/FP4 have no int8 path (fp32 activations, transformers' numerics), and its
+  // LLM.int8 quantizes activations its own way, exactly as bitsandbytes does: they keep the fp32
+  // cache of float weights, as transformers computes with them.
+  const bool int8_path_at_load = load_quantization && *load_quantization != DType::kNF4 &&
+                                 *load_quantization != DType::kFP4 &&
+                                 load_row_quantizer(*args.quantize) != ops::RowQuantizer::kLlmInt8;
   const DType kv_dtype =
       resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
                              plan.weights.num_quantized > 0 || int8_path_at_load);

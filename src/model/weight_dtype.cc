@@ -73,17 +73,21 @@ int64_t aligned(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Writes each of `targets` as its dtype (with `encode`: convert_weight or quantize_weight) into
 // `arena`, allocated here as one huge-page buffer (nothing when there are no targets), the matrices
-// spread over `pool`, and repoints them there; `done` is called with each source afterwards.
+// spread over `pool`, and repoints them there; `done` is called with each source afterwards. Each
+// matrix's bytes are followed by row_floats floats a row (LLM.int8's absmax), which `encode`
+// finds right after them (at dst + aligned(its bytes)).
 void reencode_into_arena(const std::vector<Target<Tensor>>& targets, Buffer& arena,
                          ThreadPool& pool,
                          const std::function<Tensor(const Tensor&, DType, void*)>& encode,
-                         const std::function<void(const Tensor& source)>& done) {
+                         const std::function<void(const Tensor& source)>& done,
+                         int64_t row_floats = 0) {
   if (targets.empty()) return;
   std::vector<int64_t> offsets;  // of each matrix in the arena
   int64_t total = 0;
   for (const Target<Tensor>& t : targets) {
     offsets.push_back(total);
-    total += aligned(converted_bytes(*t.tensor, t.dtype));
+    total += aligned(converted_bytes(*t.tensor, t.dtype)) +
+             aligned(row_floats * t.tensor->dim(0) * static_cast<int64_t>(sizeof(float)));
   }
   arena = Buffer::of_bytes(total, Buffer::Pages::kHuge);
   auto* base = static_cast<uint8_t*>(arena.view().data);
@@ -141,12 +145,14 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
   if (flag == "q6_k") return DType::kQ6_K;
   if (flag == "bitsandbytes-nf4") return DType::kNF4;
   if (flag == "bitsandbytes-fp4") return DType::kFP4;
-  if (flag == "eetq") return DType::kQ8_0;
+  if (flag == "eetq" || flag == "bitsandbytes") return DType::kQ8_0;
   return std::nullopt;
 }
 
 ops::RowQuantizer load_row_quantizer(std::string_view flag) {
-  return flag == "eetq" ? ops::RowQuantizer::kEetq : ops::RowQuantizer::kBlockType;
+  if (flag == "eetq") return ops::RowQuantizer::kEetq;
+  if (flag == "bitsandbytes") return ops::RowQuantizer::kLlmInt8;
+  return ops::RowQuantizer::kBlockType;
 }
 
 int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer quantizer,
@@ -156,9 +162,14 @@ int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer q
   reencode_into_arena(
       targets, arena, pool,
       [quantizer](const Tensor& t, DType dtype, void* dst) {
-        return ops::quantize_weight(t, dtype, dst, quantizer);
+        float* row_absmax = nullptr;
+        if (quantizer == ops::RowQuantizer::kLlmInt8) {
+          row_absmax = reinterpret_cast<float*>(static_cast<uint8_t*>(dst) +
+                                                aligned(converted_bytes(t, dtype)));
+        }
+        return ops::quantize_weight(t, dtype, dst, quantizer, row_absmax);
       },
-      quantized);
+      quantized, quantizer == ops::RowQuantizer::kLlmInt8 ? 1 : 0);
   return static_cast<int64_t>(targets.size());
 }
 

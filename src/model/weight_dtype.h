@@ -30,11 +30,12 @@ WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dty
 
 // The --quantize values that quantize float weights at load: ours, "q8_0", "q4_0", "q4_1",
 // "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" (as llama.cpp's quantize does offline), and TGI's
-// "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type, and TGI's "eetq" -> Q8_0 (EETQ's
-// per-channel int8 values and fp16 scales are exactly Q8_0 blocks); nullopt for any other.
+// "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type, TGI's "eetq" -> Q8_0 (EETQ's
+// per-channel int8 values and fp16 scales are exactly Q8_0 blocks) and "bitsandbytes" (LLM.int8)
+// -> Q8_0 (its int8 values in blocks of scale 1, the rows' absmax beside); nullopt for any other.
 std::optional<DType> load_quantization_dtype(std::string_view flag);
-// How --quantize `flag` writes its block type's rows: EETQ's quantizer for "eetq", the type's
-// own for the others.
+// How --quantize `flag` writes its block type's rows: EETQ's quantizer for "eetq", LLM.int8's for
+// "bitsandbytes", the type's own for the others.
 ops::RowQuantizer load_row_quantizer(std::string_view flag);
 
 // Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears

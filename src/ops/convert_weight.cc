@@ -5,6 +5,7 @@
 
 #include "base/fp16.h"
 #include "kernels/cpu/eetq.h"
+#include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
 
@@ -94,11 +95,21 @@ std::optional<DType> load_quantization_target(const Tensor& w, DType requested) 
   return std::nullopt;
 }
 
-Tensor quantize_weight(const Tensor& w, DType block, void* dst, RowQuantizer quantizer) {
+Tensor quantize_weight(const Tensor& w, DType block, void* dst, RowQuantizer quantizer,
+                       float* row_absmax) {
   LM_CHECK(load_quantization_target(w, block) == block);
   if (quantizer == RowQuantizer::kEetq) {
     LM_CHECK(block == DType::kQ8_0);
     return encode_rows(w, block, dst, kernels::quantize_row_eetq);
+  }
+  if (quantizer == RowQuantizer::kLlmInt8) {
+    LM_CHECK(block == DType::kQ8_0 && row_absmax != nullptr);
+    int64_t row = 0;  // encode_rows writes the rows in order
+    Tensor out = encode_rows(w, block, dst, [&](const float* src, void* out_row, int64_t cols) {
+      row_absmax[row++] = kernels::quantize_row_llm_int8(src, out_row, cols);
+    });
+    out.int8_row_absmax = row_absmax;
+    return out;
   }
   using Quantizer = void (*)(const float*, void*, int64_t);
   Quantizer quantize_row = nullptr;

@@ -26,13 +26,16 @@ bool is_load_quantization_dtype(DType dtype);
 // Q6_K -> Q8_0); nullopt when w stays as it is (llama.cpp keeps such rows float too).
 std::optional<DType> load_quantization_target(const Tensor& w, DType requested);
 // The quantizer that writes a matrix's rows at load: its block type's own (GGML's reference
-// quantizers, bitsandbytes' quantize_4bit), or EETQ's per-channel int8, written as Q8_0 rows
-// (TGI's --quantize eetq; kernels/cpu/eetq.h).
-enum class RowQuantizer { kBlockType, kEetq };
+// quantizers, bitsandbytes' quantize_4bit), EETQ's per-channel int8, written as Q8_0 rows (TGI's
+// --quantize eetq; kernels/cpu/eetq.h), or LLM.int8's per-row int8 with one fp32 absmax a row
+// (TGI's --quantize bitsandbytes; kernels/cpu/llm_int8.h).
+enum class RowQuantizer { kBlockType, kEetq, kLlmInt8 };
 // Writes w quantized to `block` (its load_quantization_target; each row through fp32, by
-// `quantizer`: kEetq needs Q8_0) to dst (dtype_bytes(block, w.numel()) bytes) and returns a view
-// of them.
+// `quantizer`: kEetq and kLlmInt8 need Q8_0) to dst (dtype_bytes(block, w.numel()) bytes) and
+// returns a view of them. kLlmInt8 writes each row's absmax to row_absmax (w.dim(0) floats) and
+// the view points at them (Tensor::int8_row_absmax).
 Tensor quantize_weight(const Tensor& w, DType block, void* dst,
-                       RowQuantizer quantizer = RowQuantizer::kBlockType);
+                       RowQuantizer quantizer = RowQuantizer::kBlockType,
+                       float* row_absmax = nullptr);
 
 }  // namespace lm::ops

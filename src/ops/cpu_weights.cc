@@ -20,7 +20,8 @@ int64_t weight_bytes(const Tensor& w) { return w.dim(0) * w.row_bytes(); }
 }  // namespace
 
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
-  if (!cpu_rows(w)) return CpuWeightPlan::kKeep;
+  // LLM.int8 weights are read as rows, and lie in the arena --quantize wrote them to.
+  if (!cpu_rows(w) || w.int8_row_absmax != nullptr) return CpuWeightPlan::kKeep;
   const auto format = row_format(w.dtype);
   if (format && kernels::has_interleaved_matmul() &&
       kernels::can_interleave(*format, w.dim(0), w.dim(1)))

@@ -21,11 +21,11 @@ namespace lm::ops {
 
 enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16 };
 
-// kInterleave when this CPU has the interleaved int8 GEMM and w (a 2-D CPU weight in rows) has an
-// interleaved layout (kernels::can_interleave); else, when copy_rows (the caller can hand the
-// source's pages back, so a copy does not add to the resident size), kPanels16 for F16/BF16
-// rows in whole panels (kernels::can_panel16) and kCopyRows for other 2-D CPU weights in rows;
-// else kKeep.
+// kKeep for an LLM.int8 weight (tensor.h). kInterleave when this CPU has the interleaved int8 GEMM
+// and w (a 2-D CPU weight in rows) has an interleaved layout (kernels::can_interleave); else, when
+// copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
+// size), kPanels16 for F16/BF16 rows in whole panels (kernels::can_panel16) and kCopyRows for other
+// 2-D CPU weights in rows; else kKeep.
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
 
 // w's bytes (w.dim(0) * w.row_bytes()) stored at dst as `plan` says (not kKeep), and a view of

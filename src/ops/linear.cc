@@ -1,5 +1,6 @@
 #include "ops/linear.h"
 
+#include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/row_format.h"
 
@@ -79,6 +80,28 @@ Tensor ordered_input(const Tensor& x, const Tensor& w, std::vector<float>& stora
   return Tensor{DType::kF32, {m, k}, storage.data(), Device::kCpu};
 }
 
+// y = x . w^T + bias for an LLM.int8 weight (tensor.h): x's rows quantized as LLM.int8 does
+// (outliers kept in float), the fp32 product with the rows' int8 values, each output scaled by its
+// row's absmax / 127 (as bitsandbytes' vectorwise dequantization) before the bias is added.
+void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor& y,
+                     ThreadPool& pool) {
+  LM_CHECK(w.dtype == DType::kQ8_0 && w.layout == WeightLayout::kRows && w.column_order == nullptr);
+  const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
+  thread_local std::vector<float> quantized;
+  quantized.resize(static_cast<size_t>(m * k));
+  kernels::llm_int8_activations(x.as<float>(), quantized.data(), m, k);
+  float* out = y.as<float>();
+  kernels::matmul(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), quantized.data(), out, m, n, k,
+                  pool, nullptr, kernels::best_isa(), /*quantize_activations=*/false);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      float& v = out[r * n + j];
+      v *= w.int8_row_absmax[j] * (1.0f / 127.0f);
+      if (bias != nullptr) v += bias[j];
+    }
+  }
+}
+
 }  // namespace
 
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
@@ -86,6 +109,10 @@ bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); 
 void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations) {
   const float* bias_data = check_linear(x_in, w, bias, y);
+  if (w.int8_row_absmax != nullptr) {
+    linear_llm_int8(x_in, w, bias_data, y, pool);
+    return;
+  }
   thread_local std::vector<float> ordered;
   const Tensor x = ordered_input(x_in, w, ordered);
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
@@ -126,7 +153,8 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
 }
 
 void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor& out) {
-  LM_CHECK(table.layout == WeightLayout::kRows && table.column_order == nullptr);
+  LM_CHECK(table.layout == WeightLayout::kRows && table.column_order == nullptr &&
+           table.int8_row_absmax == nullptr);
   LM_CHECK(table.rank() == 2 && out.rank() == 2 && out.dtype == DType::kF32);
   const int64_t rows = table.dim(0), k = table.dim(1);
   LM_CHECK(out.dim(0) == num_ids && out.dim(1) == k);
@@ -139,7 +167,7 @@ void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor&
 }
 
 std::vector<float> to_f32(const Tensor& t) {
-  LM_CHECK(t.layout == WeightLayout::kRows);
+  LM_CHECK(t.layout == WeightLayout::kRows && t.int8_row_absmax == nullptr);
   std::vector<float> out(static_cast<size_t>(t.numel()));
   const int64_t k = t.shape.back();
   const int64_t rows = t.numel() / k;

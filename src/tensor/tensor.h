@@ -34,6 +34,10 @@ struct Tensor {
   // column column_order[j] (act-order GPTQ weights, regrouped at load so each group's columns are
   // adjacent: loader/integer_linear.h). Null: column j multiplies input column j.
   const int32_t* column_order = nullptr;
+  // An LLM.int8 weight (TGI's --quantize bitsandbytes; kernels/cpu/llm_int8.h): Q8_0 rows whose
+  // block scales are 1 (the int8 values themselves) and row j's absmax here; the Linear quantizes
+  // its input as LLM.int8 does and scales output j by absmax[j] / 127. Null for every other weight.
+  const float* int8_row_absmax = nullptr;
 
   bool empty() const { return data == nullptr; }
   int rank() const { return static_cast<int>(shape.size()); }

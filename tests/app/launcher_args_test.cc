@@ -40,20 +40,20 @@ TEST(LauncherArgs, TgiCrossChecksWithTgiMessages) {
 // Settings that would change results and are not built: refused, naming what is missing.
 TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   LauncherArgs a;
-  a.quantize = "bitsandbytes";  // LLM.int8
-  EXPECT_NE(check_error(a).find("--quantize bitsandbytes is not supported yet"), std::string::npos);
+  a.quantize = "fp8";  // FP8 weights quantized at load
+  EXPECT_NE(check_error(a).find("--quantize fp8 is not supported yet"), std::string::npos);
   for (const char* prequantized : {"gptq", "awq", "compressed-tensors", "marlin"}) {
     a.quantize = prequantized;  // checked against the checkpoint at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << prequantized;
   }
   for (const char* at_load : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k",
-                              "bitsandbytes-nf4", "bitsandbytes-fp4", "eetq"}) {
+                              "bitsandbytes", "bitsandbytes-nf4", "bitsandbytes-fp4", "eetq"}) {
     a.quantize = at_load;  // ours: a float checkpoint quantized at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << at_load;
   }
   a.quantize = "q2_k";
   EXPECT_NE(
-      check_error(a).find("q4_k, q5_k and q6_k, bitsandbytes-nf4 / bitsandbytes-fp4 and eetq"),
+      check_error(a).find("bitsandbytes (LLM.int8), bitsandbytes-nf4 / bitsandbytes-fp4 and eetq"),
       std::string::npos);
   a = {};
   a.num_shard = 2;

@@ -89,7 +89,7 @@ def test_log_level_from_the_environment():
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"QUANTIZE": "bitsandbytes"}, "--quantize bitsandbytes is not supported yet"),
+    ({"QUANTIZE": "fp8"}, "--quantize fp8 is not supported yet"),
     ({"QUANTIZE": "gptq"}, "--quantize gptq: "),  # the default model is a GGUF file
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),
@@ -244,6 +244,28 @@ def test_eetq_at_load_serves_what_transformers_computes():
         log = s.stdout() + s.stderr()
         assert "--quantize eetq: quantized 210 float weight matrices" in log, log
         assert "(matrices now F32, Q8_0)" in log, log
+
+
+def test_llm_int8_at_load_serves_what_bitsandbytes_computes():
+    """TGI's QUANTIZE=bitsandbytes on a float folder: LLM.int8's int8 rows (Q8_0 blocks of scale 1
+    and an fp32 absmax a row), activations quantized per token with their outliers in float, an
+    fp32 KV cache (transformers' numerics, as for bitsandbytes' 4-bit types), and the greedy tokens
+    of transformers with Linear8bitLt (tests/fixtures/models/smollm2-bnb-int8.json; the cases
+    served are not near-ties, tests/model/load_options_test.cc)."""
+    r = run_launcher(["--model-id", str(SMOLLM2_F32), "--dry-run", "--json-output",
+                      "--quantize", "bitsandbytes"])  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["kv_cache_dtype"] == "fp32"
+    cases = json.loads((FIXTURES / "smollm2-bnb-int8.json").read_text())["cases"]
+    with launch_server(["--model-id", str(SMOLLM2_F32)], env={"QUANTIZE": "bitsandbytes"},
+                       use_flags_for_port=False) as s:  # fmt: skip
+        for case in cases[:3]:
+            want = until_eos(case["greedy_ids"])
+            assert greedy_ids(s, case["prompt"], len(want)) == want, case["prompt"]
+        log = s.stdout() + s.stderr()
+        assert "--quantize bitsandbytes: quantized 210 float weight matrices" in log, log
+        assert "(matrices now F32, Q8_0)" in log, log
+        assert "Interleaved" not in log, log  # LLM.int8 rows are read as rows
 
 
 def test_an_fp8_cache_serves_and_says_so():

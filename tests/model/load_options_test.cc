@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu/eetq.h"
+#include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 #include "model/llama_model.h"
@@ -324,6 +325,74 @@ TEST(LoadOptions, EetqAtLoadComputesWhatTransformersComputes) {
               a.max_rel, a.greedy_equal, a.cases);
   EXPECT_LT(a.max_rel, 1e-4);
   EXPECT_EQ(a.greedy_equal, a.cases);
+}
+
+// TGI's --quantize bitsandbytes (LLM.int8) on the default model's float copy: every Linear in
+// int8 rows with bitsandbytes' values and absmax (tests/kernels/llm_int8_test.cc), kept where they
+// were quantized; and the model computes what transformers computes with Linear8bitLt on the CPU,
+// the prompt fed one token at a time so that its outliers are each token's own, as ours are
+// (scripts/fixtures/make_llm_int8_references.py).
+//
+// How close is set by LLM.int8 itself: rounding each activation to int8 per token makes a model
+// amplify fp32 rounding. Where one row is all there is (a one-token prompt: a softmax of one) we
+// agree to 5e-7 of the largest logit. With more positions an fp32-level difference (our sums'
+// order against torch's) flips some roundings, and those flips grow through 30 layers:
+// bitsandbytes against itself, switching only transformers' attention from sdpa to eager, moves
+// these logits by up to 2.6% of the largest, and prefilling a prompt in one call rather than per
+// token by up to 9% (measured; the fixture's batched_logits). We are within 5.5-8.1% (measured at
+// the three kernel levels; 0.1 allowed), and such differences turn near-ties: the 8 greedy tokens
+// agree in 7 of 8 prompts at AVX-512 and AVX2 (not the same one fails: top-2 gaps of 0.006 and
+// 0.012 in the float model, tests/fixtures/models/smollm2.json) and 8 of 8 at the scalar level;
+// at least 6 are asked for. A weight-only int8 model (EETQ's) agrees with these tokens in 5.
+TEST(LoadOptions, LlmInt8AtLoadComputesWhatBitsandbytesComputes) {
+  const fs::path source = kTestModels / "smollm2-f32";
+  if (!fs::exists(source / "config.json")) GTEST_SKIP() << "no " << source;
+  auto reference = LlamaModel::load(source.string());
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  const Tensor f32 = (*reference)->weights().layers[5].gate_proj;
+  auto model = LlamaModel::load(source.string(), {.rope_scaling = {}, .quantize = "bitsandbytes"});
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_EQ(load_quantization_dtype("bitsandbytes"), DType::kQ8_0);
+  ASSERT_EQ(load_row_quantizer("bitsandbytes"), ops::RowQuantizer::kLlmInt8);
+  ThreadPool pool(2);
+  EXPECT_EQ((*model)->quantize_float_weights(DType::kQ8_0, pool, ops::RowQuantizer::kLlmInt8),
+            30 * 7);
+  (*model)->set_int8_activations(true);  // LLM.int8 weights are read as rows either way
+  const Tensor& gate = (*model)->weights().layers[5].gate_proj;
+  ASSERT_EQ(gate.dtype, DType::kQ8_0);
+  ASSERT_EQ(gate.layout, WeightLayout::kRows);
+  ASSERT_NE(gate.int8_row_absmax, nullptr);
+  EXPECT_EQ((*model)->num_interleaved_weights(), 0);
+  const int64_t cols = f32.dim(1);
+  std::vector<uint8_t> expected(static_cast<size_t>(gate.row_bytes()));
+  for (int64_t r = 0; r < f32.dim(0); r += 61) {
+    const float absmax =
+        kernels::quantize_row_llm_int8(f32.as<float>() + r * cols, expected.data(), cols);
+    const auto* row = static_cast<const uint8_t*>(gate.data) + r * gate.row_bytes();
+    ASSERT_EQ(0, std::memcmp(expected.data(), row, expected.size())) << "row " << r;
+    ASSERT_EQ(gate.int8_row_absmax[r], absmax) << "row " << r;
+  }
+  const Json fixture = read_json(kFixtures / "smollm2-bnb-int8.json");
+  double max_rel = 0;
+  size_t greedy_equal = 0, one_token_prompts = 0;
+  for (const Json& c : fixture["cases"]) {
+    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+    const auto want = c["greedy_ids"].get<std::vector<int32_t>>();
+    const double rel = max_logit_rel(**model, pool, c);
+    max_rel = std::max(max_rel, rel);
+    const bool equal = greedy(**model, pool, prompt, static_cast<int64_t>(want.size())) == want;
+    greedy_equal += equal;
+    if (prompt.size() == 1) {  // one row per forward until the 8th token: no room for flips
+      ++one_token_prompts;
+      EXPECT_LT(rel, 1e-5) << c["prompt"];
+      EXPECT_TRUE(equal) << c["prompt"];
+    }
+  }
+  std::printf("bitsandbytes: max relative logit difference %.2g, greedy equal in %zu of %zu\n",
+              max_rel, greedy_equal, fixture["cases"].size());
+  EXPECT_EQ(one_token_prompts, 1u);
+  EXPECT_LT(max_rel, 0.1);
+  EXPECT_GE(greedy_equal, 6u);
 }
 
 // --quantize q4_0 quantizes float checkpoints: a pre-quantized one is refused, by name.

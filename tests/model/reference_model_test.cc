@@ -31,11 +31,15 @@ Json read_json(const fs::path& p) {
   return Json::parse(in);
 }
 
+// The fixtures of a model as stored (source: its folder and/or GGUF file); not llama.cpp's, nor
+// those of a float copy quantized at load (source: the folder's path, with --quantize's reference
+// numerics: tests/model/load_options_test.cc runs them).
 std::vector<std::string> reference_variants() {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(kFixtures)) {
     const std::string stem = entry.path().stem().string();
-    if (entry.path().extension() == ".json" && stem.find("llamacpp") == std::string::npos)
+    if (entry.path().extension() == ".json" && stem.find("llamacpp") == std::string::npos &&
+        read_json(entry.path())["source"].is_object())
       names.push_back(stem);
   }
   std::sort(names.begin(), names.end());

@@ -1,0 +1,75 @@
+// LLM.int8's quantizers as bitsandbytes runs them on the CPU (backends/default/ops.py,
+// int8_vectorwise_quant): the values in fp16, absmax as fp32, the fp32 factor 127 / absmax as
+// torch computes a scalar over a tensor (the reciprocal, times 127: factor() below), each product
+// rounded half to even (torch.round). For the activations the outliers are zeroed before the
+// absmax is taken.
+#include "kernels/cpu/llm_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+#include "base/fp16.h"
+#include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/row_format.h"
+
+namespace lm::kernels {
+namespace {
+
+float through_fp16(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
+
+// bitsandbytes' `127.0 / absmax`: torch's scalar-over-tensor division is reciprocal(absmax) * 127,
+// which is not always 127 / absmax rounded (a tie at .5 turns on it). 0 for an all-zero row.
+float factor(float absmax) { return absmax == 0.0f ? 0.0f : (1.0f / absmax) * 127.0f; }
+
+// round(v * factor) half to even, as an int8 value (|v * factor| <= 127 once v <= absmax).
+float quantized(float v, float factor) { return std::nearbyint(v * factor); }
+
+}  // namespace
+
+float quantize_row_llm_int8(const float* src, void* dst, int64_t k) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  std::vector<float> row(static_cast<size_t>(k));
+  float absmax = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    row[static_cast<size_t>(i)] = through_fp16(src[i]);
+    absmax = std::max(absmax, std::fabs(row[static_cast<size_t>(i)]));
+  }
+  // An all-zero row: bitsandbytes computes 0 * inf = NaN and casts it to int8; 0 here, times a
+  // zero absmax either way.
+  const float f = factor(absmax);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b) {
+    uint8_t* block = out + b * quant::kQ8_0Bytes;
+    quant::store_f16(block, 1.0f);
+    for (int64_t i = 0; i < kQuantBlockSize; ++i) {
+      const float q = quantized(row[static_cast<size_t>(b * kQuantBlockSize + i)], f);
+      block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    }
+  }
+  return absmax;
+}
+
+void llm_int8_activations(const float* x, float* out, int64_t m, int64_t k) {
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * k;
+    float* o = out + r * k;
+    float absmax = 0.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      const float a = through_fp16(xr[i]);
+      if (std::fabs(a) < kLlmInt8Threshold) absmax = std::max(absmax, std::fabs(a));
+    }
+    const float f = factor(absmax);
+    // a's value is absmax / 127; the product's scale absmax / 127 (linear.h) makes the integer
+    // dot's (absmax_x * absmax_w / 127^2), taken with bitsandbytes' constant for 1 / 127^2
+    // (6.200124e-05 in its CPU int8_mm_dequant, 1.8e-5 above 6.2000124e-05).
+    const float step = absmax * (6.200124e-05f * 127.0f);
+    for (int64_t i = 0; i < k; ++i) {
+      const float a = through_fp16(xr[i]);
+      o[i] = std::fabs(a) >= kLlmInt8Threshold ? xr[i] : quantized(a, f) * step;
+    }
+  }
+}
+
+}  // namespace lm::kernels
