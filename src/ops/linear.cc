@@ -80,26 +80,33 @@ Tensor ordered_input(const Tensor& x, const Tensor& w, std::vector<float>& stora
   return Tensor{DType::kF32, {m, k}, storage.data(), Device::kCpu};
 }
 
-// y = x . w^T + bias for an LLM.int8 weight (tensor.h): x's rows quantized as LLM.int8 does
-// (outliers kept in float), the fp32 product with the rows' int8 values, each output scaled by its
-// row's absmax / 127 (as bitsandbytes' vectorwise dequantization) before the bias is added.
+// y = x . w^T + bias for an LLM.int8 weight (tensor.h): x's rows quantized as LLM.int8 does, the
+// integer product with the rows' int8 values (the int8 GEMM, batch-invariant), each row's outliers
+// added in float, each output scaled by its row's absmax / 127 (bitsandbytes' vectorwise
+// dequantization) before the bias.
 void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor& y,
                      ThreadPool& pool) {
   LM_CHECK(w.dtype == DType::kQ8_0 && w.layout == WeightLayout::kRows && w.column_order == nullptr);
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
-  thread_local std::vector<float> quantized;
-  quantized.resize(static_cast<size_t>(m * k));
-  kernels::llm_int8_activations(x.as<float>(), quantized.data(), m, k);
+  thread_local std::vector<kernels::BlockQ8Act> xq;
+  thread_local kernels::LlmInt8Outliers this_threads_outliers;
+  // A reference for the pool's threads: in their lambda the thread_local's name is their own.
+  kernels::LlmInt8Outliers& outliers = this_threads_outliers;
+  xq.resize(static_cast<size_t>(m * k / kernels::kQuantBlockSize));
+  kernels::quantize_rows_llm_int8(x.as<float>(), m, k, xq.data(), outliers);
   float* out = y.as<float>();
-  kernels::matmul(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), quantized.data(), out, m, n, k,
-                  pool, nullptr, kernels::best_isa(), /*quantize_activations=*/false);
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t j = 0; j < n; ++j) {
-      float& v = out[r * n + j];
-      v *= w.int8_row_absmax[j] * (1.0f / 127.0f);
-      if (bias != nullptr) v += bias[j];
+  kernels::matmul_q8_act(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), xq.data(), out, m, n, k,
+                         pool);
+  pool.parallel_for(n, [&](int64_t j0, int64_t j1) {
+    kernels::add_llm_int8_outliers(outliers, w.data, w.row_bytes(), out, m, n, j0, j1);
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t j = j0; j < j1; ++j) {
+        float& v = out[r * n + j];
+        v *= w.int8_row_absmax[j] * (1.0f / 127.0f);
+        if (bias != nullptr) v += bias[j];
+      }
     }
-  }
+  });
 }
 
 }  // namespace

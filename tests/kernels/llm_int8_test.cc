@@ -63,41 +63,72 @@ TEST(LlmInt8, AnAllZeroWeightRowHasZeroValuesAndAbsmax) {
       EXPECT_EQ(row[static_cast<size_t>(b * quant::kQ8_0Bytes + 2 + i)], 0);
 }
 
-TEST(LlmInt8, ActivationsKeepOutliersAndQuantizeTheRestPerToken) {
-  const int64_t k = 8;
+// The value a block holds at i: q * d.
+float value(const BlockQ8Act* row, int64_t i) {
+  return static_cast<float>(row[i / kQuantBlockSize].qs[i % kQuantBlockSize]) *
+         row[i / kQuantBlockSize].d;
+}
+
+TEST(LlmInt8, ActivationsListOutliersAndQuantizeTheRestPerToken) {
+  const int64_t k = 32;
   // Outliers after the fp16 cast: 6 (the threshold itself), 5.999 (6 in fp16), -7; 5.99 is not
   // one (5.98828125 in fp16), so it sets the row's absmax.
-  const std::vector<float> x = {6.0f, 5.999f, -7.0f, 5.99f, 1.0f, -2.5f, 0.0f, 0.1f};
-  std::vector<float> out(static_cast<size_t>(k));
-  llm_int8_activations(x.data(), out.data(), 1, k);
-  EXPECT_EQ(out[0], 6.0f);
-  EXPECT_EQ(out[1], 5.999f);  // kept as given, in fp32
-  EXPECT_EQ(out[2], -7.0f);
+  std::vector<float> x = {6.0f, 5.999f, -7.0f, 5.99f, 1.0f, -2.5f, 0.0f, 0.1f};
+  x.resize(static_cast<size_t>(k), 0.5f);
+  // A second row of small values, no outlier: its own absmax.
+  for (int64_t i = 0; i < k; ++i) x.push_back(0.01f * static_cast<float>(i));
+  std::vector<BlockQ8Act> xq(2);
+  LlmInt8Outliers outliers;
+  quantize_rows_llm_int8(x.data(), 2, k, xq.data(), outliers);
+  EXPECT_EQ(outliers.begin, (std::vector<int64_t>{0, 3, 3}));
+  EXPECT_EQ(outliers.column, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(outliers.value, (std::vector<float>{6.0f, 5.999f, -7.0f}));  // fp32, as given
   const float absmax = fp16_to_fp32(fp32_to_fp16(5.99f));
   ASSERT_EQ(absmax, 5.98828125f);
-  const float step = absmax * (6.200124e-05f * 127.0f);
   const float factor = (1.0f / absmax) * 127.0f;  // torch's 127.0 / absmax
-  for (int64_t i = 3; i < k; ++i) {
-    const float a = fp16_to_fp32(fp32_to_fp16(x[static_cast<size_t>(i)]));
-    EXPECT_EQ(out[static_cast<size_t>(i)], std::nearbyint(a * factor) * step) << i;
+  EXPECT_EQ(xq[0].d, absmax * (6.200124e-05f * 127.0f));
+  int32_t sum = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const float a = i < 3 ? 0.0f : fp16_to_fp32(fp32_to_fp16(x[static_cast<size_t>(i)]));
+    EXPECT_EQ(xq[0].qs[i], static_cast<int8_t>(std::nearbyint(a * factor))) << i;
+    sum += xq[0].qs[i];
   }
-  EXPECT_EQ(out[3], 127.0f * step);  // the absmax: 127 levels
-  EXPECT_EQ(out[6], 0.0f);
-  // Rows are independent: a second row of small values gets its own absmax.
-  std::vector<float> two(x);
-  for (int64_t i = 0; i < k; ++i) two.push_back(0.01f * static_cast<float>(i));
-  std::vector<float> both(static_cast<size_t>(2 * k));
-  llm_int8_activations(two.data(), both.data(), 2, k);
-  for (int64_t i = 0; i < k; ++i)
-    EXPECT_EQ(both[static_cast<size_t>(i)], out[static_cast<size_t>(i)]);
-  EXPECT_NEAR(both[static_cast<size_t>(2 * k - 1)], 0.07f, 0.07f / 127);
+  EXPECT_EQ(xq[0].qs[3], 127);  // the absmax: 127 levels
+  EXPECT_EQ(xq[0].s, xq[0].d * static_cast<float>(sum));
+  EXPECT_EQ(xq[1].qs[k - 1], 127);
+  EXPECT_NEAR(value(xq.data() + 1, 7), 0.07f, 0.31f / 127);
 }
 
 TEST(LlmInt8, ARowOfOnlyOutliersHasNoIntegerPart) {
-  const std::vector<float> x = {-9.0f, 8.0f, 0.0f, 6.5f};
-  std::vector<float> out(x.size());
-  llm_int8_activations(x.data(), out.data(), 1, 4);
-  EXPECT_EQ(out, x);
+  std::vector<float> x(32, -9.0f);
+  x[5] = 8.0f;
+  std::vector<BlockQ8Act> xq(1);
+  LlmInt8Outliers outliers;
+  quantize_rows_llm_int8(x.data(), 1, 32, xq.data(), outliers);
+  EXPECT_EQ(outliers.value, x);
+  EXPECT_EQ(xq[0].d, 0.0f);
+  for (int8_t q : xq[0].qs) EXPECT_EQ(q, 0);
+}
+
+TEST(LlmInt8, OutliersMultiplyTheirWeightColumns) {
+  const int64_t n = 3, k = 64;
+  std::vector<float> w(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 251) - 120);
+  for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(j * k + 10)] = 127.0f;
+  const int64_t bytes = row_bytes(RowFormat::kQ8_0, k);
+  std::vector<uint8_t> rows(static_cast<size_t>(n * bytes));
+  for (int64_t j = 0; j < n; ++j)  // absmax 127: q = w
+    ASSERT_EQ(quantize_row_llm_int8(w.data() + j * k, rows.data() + j * bytes, k), 127.0f);
+  LlmInt8Outliers outliers{{0, 2, 2, 3}, {5, 40, 63}, {7.0f, -6.5f, 10.0f}};
+  std::vector<float> y(static_cast<size_t>(3 * n), 1.0f);
+  add_llm_int8_outliers(outliers, rows.data(), bytes, y.data(), 3, n, 1, n);
+  for (int64_t j = 0; j < n; ++j) {
+    const auto at = [&](int64_t c) { return w[static_cast<size_t>(j * k + c)]; };
+    const float skipped = 1.0f;  // output 0 is outside [1, n)
+    EXPECT_EQ(y[static_cast<size_t>(j)], j == 0 ? skipped : 1.0f + 7.0f * at(5) - 6.5f * at(40));
+    EXPECT_EQ(y[static_cast<size_t>(n + j)], 1.0f);  // row 1: no outliers
+    EXPECT_EQ(y[static_cast<size_t>(2 * n + j)], j == 0 ? skipped : 1.0f + 10.0f * at(63));
+  }
 }
 
 }  // namespace

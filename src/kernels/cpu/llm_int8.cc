@@ -51,23 +51,66 @@ float quantize_row_llm_int8(const float* src, void* dst, int64_t k) {
   return absmax;
 }
 
-void llm_int8_activations(const float* x, float* out, int64_t m, int64_t k) {
+void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq,
+                            LlmInt8Outliers& outliers) {
+  LM_CHECK(k % kQuantBlockSize == 0);
+  outliers.begin.assign(1, 0);
+  outliers.column.clear();
+  outliers.value.clear();
+  std::vector<float> row(static_cast<size_t>(k));
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * k;
-    float* o = out + r * k;
     float absmax = 0.0f;
     for (int64_t i = 0; i < k; ++i) {
       const float a = through_fp16(xr[i]);
-      if (std::fabs(a) < kLlmInt8Threshold) absmax = std::max(absmax, std::fabs(a));
+      if (std::fabs(a) >= kLlmInt8Threshold) {
+        outliers.column.push_back(static_cast<int32_t>(i));
+        outliers.value.push_back(xr[i]);
+        row[static_cast<size_t>(i)] = 0.0f;  // zeroed before the absmax, as bitsandbytes does
+      } else {
+        row[static_cast<size_t>(i)] = a;
+        absmax = std::max(absmax, std::fabs(a));
+      }
     }
+    outliers.begin.push_back(static_cast<int64_t>(outliers.column.size()));
     const float f = factor(absmax);
-    // a's value is absmax / 127; the product's scale absmax / 127 (linear.h) makes the integer
-    // dot's (absmax_x * absmax_w / 127^2), taken with bitsandbytes' constant for 1 / 127^2
-    // (6.200124e-05 in its CPU int8_mm_dequant, 1.8e-5 above 6.2000124e-05).
-    const float step = absmax * (6.200124e-05f * 127.0f);
-    for (int64_t i = 0; i < k; ++i) {
-      const float a = through_fp16(xr[i]);
-      o[i] = std::fabs(a) >= kLlmInt8Threshold ? xr[i] : quantized(a, f) * step;
+    // The integer dot times d is then acc * absmax * (bitsandbytes' constant for 1 / 127^2) * 127,
+    // and the product's scale absmax_w / 127 (ops::linear) makes it bitsandbytes' dequantized
+    // value acc * absmax_x * absmax_w * 6.200124e-05 (its CPU int8_mm_dequant's constant, 1.8e-5
+    // above 1 / 127^2 = 6.2000124e-05).
+    const float d = absmax * (6.200124e-05f * 127.0f);
+    BlockQ8Act* blocks = xq + r * (k / kQuantBlockSize);
+    for (int64_t b = 0; b < k / kQuantBlockSize; ++b) {
+      int32_t sum = 0;
+      for (int64_t i = 0; i < kQuantBlockSize; ++i) {
+        const auto q =
+            static_cast<int32_t>(quantized(row[static_cast<size_t>(b * kQuantBlockSize + i)], f));
+        blocks[b].qs[i] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      blocks[b].d = d;
+      blocks[b].s = d * static_cast<float>(sum);
+    }
+  }
+}
+
+void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, int64_t w_row_bytes,
+                           float* y, int64_t m, int64_t n, int64_t j0, int64_t j1) {
+  const auto* base = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < m; ++r) {
+    const auto first = static_cast<size_t>(outliers.begin[static_cast<size_t>(r)]);
+    const auto last = static_cast<size_t>(outliers.begin[static_cast<size_t>(r) + 1]);
+    if (first == last) continue;
+    for (int64_t j = j0; j < j1; ++j) {
+      const uint8_t* wr = base + j * w_row_bytes;
+      float sum = 0.0f;
+      for (size_t o = first; o < last; ++o) {
+        const int32_t c = outliers.column[o];
+        const auto q = static_cast<int8_t>(
+            wr[(c / kQuantBlockSize) * quant::kQ8_0Bytes + 2 + c % kQuantBlockSize]);
+        sum += outliers.value[o] * static_cast<float>(q);
+      }
+      y[r * n + j] += sum;
     }
   }
 }

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/int8_dot.h"
 
 namespace lm::kernels {
 
@@ -13,18 +16,32 @@ inline constexpr float kLlmInt8Threshold = 6.0f;
 
 // Quantizes one weight row (k values, k a multiple of 32) as bitsandbytes' Int8Params does: the
 // row in fp16, absmax = its largest magnitude, q = round(w * (127 / absmax)) in fp32 (127 / absmax
-// as torch computes it), half to even. Writes q as k / 32 Q8_0 blocks whose scale is 1 (the kernels
-// then read q itself) and returns absmax, the row's scale times 127 (0 for an all-zero row, whose q
-// are 0).
+// as torch computes it), half to even. Writes q as k / 32 Q8_0 blocks whose scale is 1 (the
+// kernels then read q itself) and returns absmax, the row's scale times 127 (0 for an all-zero
+// row, whose q are 0).
 float quantize_row_llm_int8(const float* src, void* dst, int64_t k);
 
-// x [m, k] fp32 -> out [m, k]: each row as LLM.int8 multiplies it with the weights' q (before
-// the products are scaled by absmax / 127). The row is cast to fp16; values of magnitude
-// >= kLlmInt8Threshold there are outliers and stay as they are (fp32); the rest are quantized with
-// the row's absmax over them, a = round(x16 * (127 / absmax)) half to even, and given as
-// a * (absmax / 127). Per token where bitsandbytes takes a column as an outlier in every row of a
-// call once any row has one there: the same for one row, and a token's output does not depend on
-// the batch it runs in.
-void llm_int8_activations(const float* x, float* out, int64_t m, int64_t k);
+// Each activation row's outliers: row r's are column[i], value[i] for i in [begin[r], begin[r+1]).
+struct LlmInt8Outliers {
+  std::vector<int64_t> begin;
+  std::vector<int32_t> column;
+  std::vector<float> value;  // as given (fp32)
+};
+
+// x [m, k] fp32 split as LLM.int8 splits each token: the row cast to fp16; values of magnitude
+// >= kLlmInt8Threshold there are outliers, listed in `outliers` with their fp32 values; the rest
+// are quantized with the row's absmax over them, a = round(x16 * (127 / absmax)) half to even,
+// into xq (m rows of k / 32 blocks, int8_dot.h; an outlier's place holds 0) whose scale d makes
+// the integer dot with LLM.int8 weight rows, times their absmax / 127, what bitsandbytes computes.
+// Per token where bitsandbytes takes a column as an outlier in every row of a call once any row
+// has one there: the same for one row, and a token's output does not depend on its batch.
+void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq,
+                            LlmInt8Outliers& outliers);
+
+// y[r, j] += sum over row r's outliers (c, v) of v * q[j, c], for output columns j in [j0, j1)
+// of y [m, n]: w holds the LLM.int8 weight rows (Q8_0 blocks of scale 1), row j at
+// w + j * w_row_bytes.
+void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, int64_t w_row_bytes,
+                           float* y, int64_t m, int64_t n, int64_t j0, int64_t j1);
 
 }  // namespace lm::kernels

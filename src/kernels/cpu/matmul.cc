@@ -174,13 +174,12 @@ BlockQ8Act* quantize_rows(const float* x, int64_t m, int64_t k, ThreadPool& pool
   return xq_data;
 }
 
-// X rows quantized to int8 once per call, then one integer dot per (X row, W row): W rows are
-// swept once per block of X rows that stays hot in cache.
-void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
-                 float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
-                 const IsaKernels& kernels) {
+// X rows, quantized to int8 blocks, against W: one integer dot per (X row, W row), W rows swept
+// once per block of X rows that stays hot in cache (or the tiled GEMM where the ISA has one).
+void matmul_int8_quantized(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes,
+                           const BlockQ8Act* xq_data, float* y, int64_t m, int64_t n, int64_t k,
+                           ThreadPool& pool, const float* bias, const IsaKernels& kernels) {
   const int64_t num_blocks = k / kQuantBlockSize;
-  BlockQ8Act* xq_data = quantize_rows(x, m, k, pool, kernels);
   if (kernels.int8_tile_row_bytes != nullptr) {
     if (const int64_t row_bytes = kernels.int8_tile_row_bytes(format, k); row_bytes > 0) {
       matmul_int8_tiled(format, w_bytes, w_row_bytes, xq_data, y, m, n, k, row_bytes, pool, bias,
@@ -206,7 +205,25 @@ void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, 
   });
 }
 
+// X rows quantized to int8 once per call (llama.cpp's Q8 blocks), then matmul_int8_quantized.
+void matmul_int8(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes, const float* x,
+                 float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
+                 const IsaKernels& kernels) {
+  matmul_int8_quantized(format, w_bytes, w_row_bytes, quantize_rows(x, m, k, pool, kernels), y, m,
+                        n, k, pool, bias, kernels);
+}
+
 }  // namespace
+
+void matmul_q8_act(RowFormat format, const void* w, int64_t w_row_bytes, const BlockQ8Act* xq,
+                   float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
+                   Isa isa) {
+  LM_CHECK(m >= 0 && n >= 0 && k % kQuantBlockSize == 0 && supports_int8_dot(format));
+  LM_CHECK(w_row_bytes >= row_bytes(format, k));
+  if (m == 0 || n == 0) return;
+  matmul_int8_quantized(format, static_cast<const uint8_t*>(w), w_row_bytes, xq, y, m, n, k, pool,
+                        bias, isa_kernels(isa));
+}
 
 bool has_interleaved_matmul(Isa isa) {
   return isa_supported(isa) && isa_kernels(isa).int8_interleaved_gemm != nullptr;

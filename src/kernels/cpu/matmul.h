@@ -11,6 +11,8 @@
 
 namespace lm::kernels {
 
+struct BlockQ8Act;  // int8_dot.h
+
 // w: n rows of k elements in `format`, row j at w + j * w_row_bytes. x: [m, k] fp32 row-major.
 // y: [m, n] fp32 row-major. bias: [n] fp32 or null. Work is split over n across the pool.
 // quantize_activations: for GGML block-format weights, quantize each X row to int8 blocks once and
@@ -19,6 +21,13 @@ namespace lm::kernels {
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,
             int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
             Isa isa = best_isa(), bool quantize_activations = false);
+
+// The integer product of matmul(..., quantize_activations = true) with X already quantized: xq
+// holds m rows of k / 32 int8 blocks (int8_dot.h), for a caller that quantizes them its own way
+// (LLM.int8, llm_int8.h). W in an int8-dot format, in rows; the same sums as matmul's int8 path.
+void matmul_q8_act(RowFormat format, const void* w, int64_t w_row_bytes, const BlockQ8Act* xq,
+                   float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool,
+                   const float* bias = nullptr, Isa isa = best_isa());
 
 // The same product for F16/BF16 W stored in panels (pack_panels16; can_panel16(format, n, k)):
 // fp32 activations, each output one FMA chain over k in order, so a row's outputs are the same
