@@ -60,7 +60,8 @@ asan-tree: fixtures-test
 sanitize-address: asan-tree
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
 	@cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 -LE cpu_isa
-	@TGI_LAUNCHER=$(abspath $(ASAN_DIR))/src/app/text-generation-launcher .venv/bin/python -m pytest -q tests/e2e
+	@LM_E2E_SANITIZER=address,undefined TGI_LAUNCHER=$(abspath $(ASAN_DIR))/src/app/text-generation-launcher \
+	  .venv/bin/python -m pytest -q tests/e2e
 
 sanitize-ci: asan-tree
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target $(addsuffix _tests,$(SANITIZE_CI_LAYERS)) \

@@ -6,7 +6,7 @@ import json
 import subprocess
 import time
 
-from conftest import LAUNCHER, MODEL, launch_server
+from conftest import LAUNCHER, MODEL, bounds_resident_memory, launch_server
 
 # The default model: 30 layers x 2 (K, V) x 3 KV heads x 64 dims x 2 bytes per token (its
 # default fp16 cache).
@@ -45,6 +45,7 @@ def _serve_distinct_prompts(server) -> tuple[float, int, int]:
     return m["lm_kv_cache_resident_bytes"], _rss_bytes(server.proc.pid) - rss_before, m["tgi_prefix_cache_query_tokens"]
 
 
+@bounds_resident_memory
 def test_the_prefix_cache_budget_bounds_resident_kv_memory():
     common = ["--max-batch-total-tokens", "40000", "--max-input-tokens", "1000", "--max-total-tokens", "1024",
               "--max-batch-prefill-tokens", "1024"]

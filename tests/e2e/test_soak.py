@@ -12,7 +12,7 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT, launch_server
+from conftest import ROOT, bounds_resident_memory, launch_server
 
 _spec = importlib.util.spec_from_file_location("soak_run", ROOT / "scripts/soak/run.py")
 soak = sys.modules["soak_run"] = importlib.util.module_from_spec(_spec)
@@ -51,6 +51,7 @@ def test_soak(tmp_path):
     check_report(*run_soak(tmp_path, o))
 
 
+@bounds_resident_memory
 def test_soak_in_a_memory_limited_cgroup(tmp_path):
     if reason := soak.memory_cgroup.unavailable():
         pytest.skip(f"no memory cgroup: {reason}")
