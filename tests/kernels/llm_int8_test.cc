@@ -99,6 +99,23 @@ TEST(LlmInt8, ActivationsListOutliersAndQuantizeTheRestPerToken) {
   EXPECT_NEAR(value(xq.data() + 1, 7), 0.07f, 0.31f / 127);
 }
 
+TEST(LlmInt8, ValuesPastFp16OrNanStayInt8) {
+  std::vector<float> w(32, 1.0f);
+  w[3] = 1e6f;  // inf in fp16: absmax inf, every factor 0
+  w[4] = std::nanf("");
+  std::vector<uint8_t> row(static_cast<size_t>(row_bytes(RowFormat::kQ8_0, 32)));
+  EXPECT_TRUE(std::isinf(quantize_row_llm_int8(w.data(), row.data(), 32)));
+  for (int64_t i = 0; i < 32; ++i)
+    EXPECT_EQ(static_cast<int8_t>(row[static_cast<size_t>(2 + i)]), 0);
+  std::vector<float> x(32, 1.0f);
+  x[7] = std::nanf("");
+  std::vector<BlockQ8Act> xq(1);
+  LlmInt8Outliers outliers;
+  quantize_rows_llm_int8(x.data(), 1, 32, xq.data(), outliers);
+  EXPECT_EQ(xq[0].qs[7], 0);
+  EXPECT_EQ(xq[0].qs[0], 127);
+}
+
 TEST(LlmInt8, ARowOfOnlyOutliersHasNoIntegerPart) {
   std::vector<float> x(32, -9.0f);
   x[5] = 8.0f;

@@ -23,8 +23,13 @@ float through_fp16(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
 // which is not always 127 / absmax rounded (a tie at .5 turns on it). 0 for an all-zero row.
 float factor(float absmax) { return absmax == 0.0f ? 0.0f : (1.0f / absmax) * 127.0f; }
 
-// round(v * factor) half to even, as an int8 value (|v * factor| <= 127 once v <= absmax).
-float quantized(float v, float factor) { return std::nearbyint(v * factor); }
+// round(v * factor) half to even, as an int8 value (|v * factor| <= 127 once v <= absmax). A value
+// past fp16's range (inf) or NaN, which a hostile file or a diverging model can hold, gives the
+// clamp's bound or 0 rather than an out-of-range conversion.
+float quantized(float v, float factor) {
+  const float q = std::nearbyint(v * factor);
+  return std::isnan(q) ? 0.0f : std::clamp(q, -127.0f, 127.0f);
+}
 
 }  // namespace
 
