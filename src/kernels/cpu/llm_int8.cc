@@ -62,7 +62,9 @@ void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq
   outliers.begin.assign(1, 0);
   outliers.column.clear();
   outliers.value.clear();
-  std::vector<float> row(static_cast<size_t>(k));
+  // Per Linear call on the serving path: the row buffer is kept, not allocated each time.
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(k));
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * k;
     float absmax = 0.0f;
