@@ -89,19 +89,19 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return not_built("sharding (--sharded/--num-shard > 1)",
                      "tensor-parallel sharding needs the CUDA model runner (issue 25)");
   }
-  // gptq / awq / compressed-tensors (and marlin, TGI's GPU kernel for GPTQ/AWQ weights) name a
-  // pre-quantized checkpoint's format, checked against its quantization_config at load; ours,
-  // q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k, and TGI's bitsandbytes (LLM.int8),
+  // gptq / awq / compressed-tensors / fp8 (and marlin, TGI's GPU kernel for GPTQ/AWQ weights)
+  // name a pre-quantized checkpoint's format, checked against its quantization_config at load;
+  // ours, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k, and TGI's bitsandbytes (LLM.int8),
   // bitsandbytes-nf4 / -fp4 and eetq, quantize a float checkpoint at load.
   if (a.quantize && *a.quantize != "gptq" && *a.quantize != "awq" &&
-      *a.quantize != "compressed-tensors" && *a.quantize != "marlin" &&
+      *a.quantize != "compressed-tensors" && *a.quantize != "marlin" && *a.quantize != "fp8" &&
       !load_quantization_dtype(*a.quantize)) {
     return not_built("--quantize " + *a.quantize,
                      "of quantizing at load only the GGML block types q8_0, q4_0, q4_1, q5_0, "
                      "q5_1, q4_k, q5_k and q6_k, bitsandbytes (LLM.int8), bitsandbytes-nf4 / "
-                     "bitsandbytes-fp4 and eetq are built (fp8 is issue 20); serve a "
-                     "pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, or a GGUF file) or "
-                     "one of those");
+                     "bitsandbytes-fp4 and eetq are built (fp8 and exl2 at load are issue 20); "
+                     "serve a pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, FP8, or a "
+                     "GGUF file) or one of those");
   }
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
   if (a.kv_cache_dtype && !parse_kv_cache_dtype(*a.kv_cache_dtype)) {

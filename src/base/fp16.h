@@ -1,5 +1,6 @@
-// IEEE half and bfloat16 <-> float conversions (bit-exact, round-to-nearest-even), shared by
-// loaders, kernels and tests.
+// IEEE half and bfloat16 <-> float conversions (bit-exact, round-to-nearest-even), and the two
+// FP8 formats' values (OCP E4M3FN and E5M2, as torch.float8_e4m3fn / float8_e5m2 and safetensors'
+// F8_E4M3 / F8_E5M2 store them), shared by loaders, kernels and tests.
 #pragma once
 
 #include <bit>
@@ -59,6 +60,19 @@ inline uint16_t fp32_to_bf16(float f) {
     return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
+}
+
+// E5M2 is the top byte of an fp16 (same exponent bias, 2 of its 10 mantissa bits): exact, with
+// its infinities and NaNs.
+inline float fp8_e5m2_to_fp32(uint8_t b) { return fp16_to_fp32(static_cast<uint16_t>(b << 8)); }
+
+// E4M3FN (bias 7, no infinities, NaN at magnitude 0x7f): its bits placed at fp16's exponent and
+// mantissa positions read as an fp16 2^8 times too small (bias 15 vs 7), subnormals included:
+// E4M3's m * 2^-9 lands on fp16's subnormal (m << 7) * 2^-24 = m * 2^-17. Exact.
+inline float fp8_e4m3_to_fp32(uint8_t b) {
+  if ((b & 0x7fu) == 0x7fu) return std::bit_cast<float>(0x7fc00000u | ((b & 0x80u) << 24));
+  const auto h = static_cast<uint16_t>(((b & 0x80u) << 8) | ((b & 0x7fu) << 7));
+  return fp16_to_fp32(h) * 256.0f;
 }
 
 }  // namespace lm

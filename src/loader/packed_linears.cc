@@ -1,6 +1,7 @@
 #include "loader/packed_linears.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <initializer_list>
 
@@ -350,6 +351,79 @@ Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q
     LM_ASSIGN_OR_RETURN(auto zeros,
                         read_ct_zeros(find, prefix + ".weight_zero_point", s, packed, w));
     subtract_zeros(w, zeros);
+  }
+  return w;
+}
+
+Result<Fp8Linear> read_fp8_linear(const QuantizationConfig& q,
+                                  const CompressedTensorsScheme* scheme, const std::string& prefix,
+                                  const TensorLookup& find) {
+  const std::string weight_name = prefix + ".weight";
+  LM_ASSIGN_OR_RETURN(const Tensor* t,
+                      need(find, weight_name, {DType::kF8_E4M3, DType::kF8_E5M2}, 2));
+  Fp8Linear w;
+  w.rows = t->dim(0);
+  w.cols = t->dim(1);
+  w.format = t->dtype;
+  w.values = static_cast<const uint8_t*>(t->data);
+  if (w.rows <= 0 || w.cols <= 0) return bad(weight_name, "is empty (" + dims(*t) + ")");
+  for (int64_t i = 0; i < w.rows * w.cols; ++i) {
+    const uint8_t b = w.values[i];
+    const bool finite = w.format == DType::kF8_E4M3 ? (b & 0x7f) != 0x7f : (b & 0x7c) != 0x7c;
+    if (!finite) {
+      return bad(weight_name, "holds a NaN or infinity (row " + std::to_string(i / w.cols) +
+                                  ", column " + std::to_string(i % w.cols) + ")");
+    }
+  }
+
+  // The scale: transformers' block-wise weight_scale_inv, else weight_scale.
+  std::string scale_name = prefix + ".weight_scale_inv";
+  if (scheme != nullptr || find(scale_name) == nullptr) scale_name = prefix + ".weight_scale";
+  const Tensor* s = find(scale_name);
+  if (s == nullptr) return bad(scale_name, "is missing (the FP8 Linear needs it)");
+  if (std::find(kScaleDTypes.begin(), kScaleDTypes.end(), s->dtype) == kScaleDTypes.end()) {
+    return bad(scale_name, "has dtype " + std::string(dtype_name(s->dtype)) +
+                               ", expected F32, BF16 or F16 (E8M0 / MX scales are not built)");
+  }
+  if (s->rank() > 2) return bad(scale_name, "has shape " + dims(*s) + ", expected at most 2 dims");
+  // The block each scale covers: from the config where it names one, else from the shape.
+  int64_t block_rows = 0, block_cols = 0;
+  if (scheme != nullptr && scheme->strategy == "block") {
+    block_rows = scheme->block_rows;
+    block_cols = scheme->block_cols;
+  } else if (scheme != nullptr && scheme->strategy == "group") {
+    block_rows = 1;
+    block_cols = scheme->group_size;
+  } else if (scheme == nullptr && q.fp8_block_rows > 0) {
+    block_rows = q.fp8_block_rows;
+    block_cols = q.fp8_block_cols;
+  } else if (scheme != nullptr ? scheme->strategy == "tensor" : s->numel() == 1) {
+    block_rows = w.rows;
+    block_cols = w.cols;
+  } else {  // one per row
+    block_rows = 1;
+    block_cols = w.cols;
+  }
+  const int64_t grid_rows = (w.rows + block_rows - 1) / block_rows;
+  w.grid_cols = (w.cols + block_cols - 1) / block_cols;
+  w.block_rows = block_rows;
+  w.block_cols = block_cols;
+  // The stored shape must be that grid ([N] for [N, 1] and any shape of one value are accepted).
+  const bool one_value = grid_rows * w.grid_cols == 1 && s->numel() == 1;
+  const bool grid_2d = s->rank() == 2 && s->dim(0) == grid_rows && s->dim(1) == w.grid_cols;
+  const bool rows_1d = s->rank() == 1 && w.grid_cols == 1 && s->dim(0) == grid_rows;
+  if (!one_value && !grid_2d && !rows_1d) {
+    return bad(scale_name, "has shape " + dims(*s) + ", expected [" + std::to_string(grid_rows) +
+                               ", " + std::to_string(w.grid_cols) + "] for " + dims(*t) +
+                               " weights in blocks of " + std::to_string(block_rows) + " x " +
+                               std::to_string(block_cols) + " (mismatched scale or block size)");
+  }
+  w.scale_dtype = s->dtype;
+  w.scales.resize(static_cast<size_t>(grid_rows * w.grid_cols));
+  for (int64_t i = 0; i < grid_rows * w.grid_cols; ++i) {
+    const float v = scale_at(*s, i);
+    if (!std::isfinite(v)) return bad(scale_name, "holds a non-finite scale");
+    w.scales[static_cast<size_t>(i)] = v;
   }
   return w;
 }

@@ -19,12 +19,18 @@
 //         along the rows (dim 0); weight_g_idx I32 [K] (activation order) optional.
 //   compressed-tensors int-quantized / naive-quantized: weight I8 [N, K] = q; weight_scale as
 //         above; weight_zero_point I8/I32 [N, G] unpacked (asymmetric).
+//   FP8 (compressed-tensors float-quantized / naive-quantized with float weights, "fp8",
+//         "fbgemm_fp8"): weight F8_E4M3 (or F8_E5M2) [N, K]; its scale weight_scale_inv (the
+//         multiplier, despite the name: transformers' block-wise layout) or weight_scale,
+//         F32/BF16/F16: one value per tensor ([], [1], [1, 1]), per row ([N], [N, 1]), per group
+//         of G columns ([N, ceil(K / G)]) or per block of R x C ([ceil(N / R), ceil(K / C)]).
 #pragma once
 
 #include <functional>
 #include <string>
 
 #include "base/result.h"
+#include "loader/fp8_linear.h"
 #include "loader/integer_linear.h"
 #include "loader/quantization_config.h"
 #include "tensor/tensor.h"
@@ -43,5 +49,9 @@ Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q
                                                      const CompressedTensorsScheme& scheme,
                                                      const std::string& prefix,
                                                      const TensorLookup& find);
+// `scheme`: the module's compressed-tensors group, or null for "fp8" / "fbgemm_fp8".
+Result<Fp8Linear> read_fp8_linear(const QuantizationConfig& q,
+                                  const CompressedTensorsScheme* scheme, const std::string& prefix,
+                                  const TensorLookup& find);
 
 }  // namespace lm

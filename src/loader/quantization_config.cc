@@ -1,5 +1,6 @@
 #include "loader/quantization_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 
@@ -130,15 +131,11 @@ Status check_ct_format(const std::string& format, const std::string& where,
   const auto bad = [&](const std::string& what) {
     return Error{origin + ": quantization_config." + where + " " + what};
   };
-  if (format == "float-quantized") {
-    return bad(
-        "is \"float-quantized\": FP8 compressed-tensors checkpoints are not supported yet "
-        "(integer pack-quantized / int-quantized ones are)");
-  }
-  if (format != "pack-quantized" && format != "int-quantized" && format != "naive-quantized") {
+  if (format != "pack-quantized" && format != "int-quantized" && format != "naive-quantized" &&
+      format != "float-quantized") {
     return bad("is \"" + format +
-               "\": compressed-tensors formats pack-quantized, int-quantized and naive-quantized "
-               "are supported");
+               "\": compressed-tensors formats pack-quantized, int-quantized, naive-quantized and "
+               "float-quantized are supported");
   }
   return {};
 }
@@ -168,21 +165,40 @@ Result<CompressedTensorsScheme> parse_ct_scheme(const std::string& name, const J
   const Json& w = group["weights"];
   const Fields f(w, origin);
   LM_ASSIGN_OR_RETURN(auto type, f.string("type"));
-  if (type.value_or("int") != "int") {
-    return bad("weights.type is \"" + *type +
-               "\": FP8/float weights (float-quantized) are not supported yet");
-  }
+  const std::string weight_type = type.value_or("int");
+  if (weight_type != "int" && weight_type != "float")
+    return bad("weights.type is \"" + weight_type + "\": int and float weights are supported");
+  s.float_weights = weight_type == "float";
   LM_ASSIGN_OR_RETURN(auto bits, f.integer("num_bits"));
+  if (s.float_weights && (!bits || *bits != 8)) {
+    return bad("weights.num_bits is " + (bits ? std::to_string(*bits) : std::string("missing")) +
+               ": float weights are FP8 (8 bits; FP4 is not built)");
+  }
   if (!bits || (*bits != 4 && *bits != 8)) {
     return bad("weights.num_bits is " + (bits ? std::to_string(*bits) : std::string("missing")) +
                ": 4- and 8-bit integer weights are supported");
   }
   s.bits = static_cast<int>(*bits);
+  if (s.float_weights != (s.format == "float-quantized") && s.format != "naive-quantized") {
+    return bad("weights.type \"" + weight_type + "\" cannot be stored as " + s.format);
+  }
   LM_ASSIGN_OR_RETURN(auto strategy, f.string("strategy"));
   s.strategy = strategy.value_or("tensor");
-  if (s.strategy != "group" && s.strategy != "channel" && s.strategy != "tensor") {
+  const bool block = s.float_weights && s.strategy == "block";
+  if (s.strategy != "group" && s.strategy != "channel" && s.strategy != "tensor" && !block) {
     return bad("weights.strategy is \"" + s.strategy +
-               "\": the group, channel and tensor strategies are supported");
+               "\": the group, channel and tensor strategies (and block, for FP8) are supported");
+  }
+  if (block) {
+    if (!w.contains("block_structure") || !w["block_structure"].is_array() ||
+        w["block_structure"].size() != 2 || !w["block_structure"][0].is_number_integer() ||
+        !w["block_structure"][1].is_number_integer() ||
+        w["block_structure"][0].get<int64_t>() <= 0 ||
+        w["block_structure"][1].get<int64_t>() <= 0) {
+      return bad("weights.block_structure must be two positive integers for the block strategy");
+    }
+    s.block_rows = w["block_structure"][0].get<int64_t>();
+    s.block_cols = w["block_structure"][1].get<int64_t>();
   }
   if (s.strategy == "group") {
     LM_ASSIGN_OR_RETURN(auto group_size, f.integer("group_size"));
@@ -192,12 +208,17 @@ Result<CompressedTensorsScheme> parse_ct_scheme(const std::string& name, const J
   }
   LM_ASSIGN_OR_RETURN(auto symmetric, f.boolean("symmetric"));
   s.symmetric = symmetric.value_or(true);
+  if (s.float_weights && !s.symmetric)
+    return bad("weights.symmetric is false: FP8 weights with a zero-point are not supported");
   LM_ASSIGN_OR_RETURN(auto dynamic, f.boolean("dynamic"));
   if (dynamic.value_or(false)) return bad("weights.dynamic is true: weights must be static");
   if (group.contains("input_activations") && !group["input_activations"].is_null()) {
     const Json& a = group["input_activations"];
-    if (!a.is_object() || a.value("type", std::string("int")) != "int")
-      return bad("input_activations are not int: FP8 activations are not supported yet");
+    const std::string want = s.float_weights ? "float" : "int";
+    if (!a.is_object() || (a.contains("type") && !a["type"].is_string()) ||
+        a.value("type", std::string("int")) != want) {
+      return bad("input_activations must be of type \"" + want + "\" with " + want + " weights");
+    }
     s.input_activations = true;
     if (s.format == "pack-quantized")
       return bad("quantizes activations: pack-quantized is a weight-only format");
@@ -234,6 +255,39 @@ Status parse_compressed_tensors(const Json& j, QuantizationConfig& q) {
   return {};
 }
 
+// "fp8" (transformers' FineGrainedFP8Config, AutoFP8) and "fbgemm_fp8": E4M3 weights whose
+// scales (weight_scale_inv per block, or weight_scale per tensor / row) are read with them.
+Status parse_fp8(const Json& j, QuantizationConfig& q) {
+  const Fields f(j, q.origin);
+  LM_ASSIGN_OR_RETURN(auto scheme, f.string("activation_scheme"));
+  if (scheme && *scheme != "dynamic" && *scheme != "static")
+    return f.bad("activation_scheme", "is \"" + *scheme + "\": dynamic or static");
+  if (f.has("weight_block_size")) {
+    const Json& b = j["weight_block_size"];
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+        b[0].get<int64_t>() <= 0 || b[1].get<int64_t>() <= 0) {
+      return f.bad("weight_block_size", "must be two positive integers");
+    }
+    q.fp8_block_rows = b[0].get<int64_t>();
+    q.fp8_block_cols = b[1].get<int64_t>();
+  }
+  return {};
+}
+
+// config.json's torch_dtype (transformers 4) or dtype (5): bfloat16 when absent.
+Result<DType> model_dtype(const Json& root, const std::string& origin) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (!root.contains(key) || !root[key].is_string()) continue;
+    const std::string name = root[key].get<std::string>();
+    if (name == "bfloat16") return DType::kBF16;
+    if (name == "float16") return DType::kF16;
+    if (name == "float32") return DType::kF32;
+    return Error{origin + ": " + key + " \"" + name +
+                 "\" is not bfloat16, float16 or float32 (the dtype FP8 weights are read into)"};
+  }
+  return DType::kBF16;
+}
+
 }  // namespace
 
 const char* quant_method_name(QuantMethod method) {
@@ -244,6 +298,8 @@ const char* quant_method_name(QuantMethod method) {
       return "awq";
     case QuantMethod::kCompressedTensors:
       return "compressed-tensors";
+    case QuantMethod::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -281,10 +337,22 @@ Result<std::optional<QuantizationConfig>> parse_quantization_config(const std::s
   } else if (method == "compressed-tensors") {
     q.method = QuantMethod::kCompressedTensors;
     LM_RETURN_IF_ERROR(parse_compressed_tensors(j, q));
+  } else if (method == "fp8" || method == "fbgemm_fp8") {
+    q.method = QuantMethod::kFp8;
+    q.fp8_method = method;
+    LM_RETURN_IF_ERROR(parse_fp8(j, q));
   } else {
     return Error{q.origin + ": quantization_config.quant_method \"" + method +
-                 "\" is not supported (gptq, awq and compressed-tensors checkpoints are; FP8, "
-                 "bitsandbytes, EETQ, EXL2 and others are not built)"};
+                 "\" is not supported (gptq, awq, compressed-tensors, fp8 and fbgemm_fp8 "
+                 "checkpoints are; bitsandbytes-, EETQ- and EXL2-saved ones and others are not "
+                 "built)"};
+  }
+  const bool fp8_weights =
+      q.method == QuantMethod::kFp8 ||
+      std::any_of(q.schemes.begin(), q.schemes.end(),
+                  [](const CompressedTensorsScheme& s) { return s.float_weights; });
+  if (fp8_weights) {
+    LM_ASSIGN_OR_RETURN(q.model_dtype, model_dtype(root, origin));
   }
   return std::optional<QuantizationConfig>{std::move(q)};
 }
@@ -296,21 +364,29 @@ Result<std::optional<QuantizationConfig>> read_quantization_config(const std::st
 }
 
 Status check_quantize_flag(const std::string& flag, const std::optional<QuantizationConfig>& q) {
-  const bool pre_quantized_flag =
-      flag == "gptq" || flag == "awq" || flag == "compressed-tensors" || flag == "marlin";
+  const bool pre_quantized_flag = flag == "gptq" || flag == "awq" || flag == "compressed-tensors" ||
+                                  flag == "marlin" || flag == "fp8";
   if (!pre_quantized_flag) {
     return Error{"--quantize " + flag +
                  " (quantizing at load) is not built yet; --quantize gptq, awq, "
-                 "compressed-tensors and marlin serve checkpoints quantized in that format"};
+                 "compressed-tensors, fp8 and marlin serve checkpoints quantized in that format"};
   }
   if (!q) {
     return Error{"--quantize " + flag +
                  ": the checkpoint has no quantization_config (it is not pre-quantized); "
-                 "quantizing at load is not built yet"};
+                 "quantizing to " +
+                 flag + " at load is not built"};
   }
   const std::string method = quant_method_name(q->method);
+  // marlin: TGI's GPU kernel for GPTQ/AWQ weights; fp8 names FP8 compressed-tensors too (TGI
+  // picks its FP8 kernels for both).
+  const bool ct_fp8 = q->method == QuantMethod::kCompressedTensors &&
+                      std::any_of(q->schemes.begin(), q->schemes.end(),
+                                  [](const CompressedTensorsScheme& s) { return s.float_weights; });
   const bool matches =
-      flag == method || (flag == "marlin" && q->method != QuantMethod::kCompressedTensors);
+      flag == method ||
+      (flag == "marlin" && (q->method == QuantMethod::kGptq || q->method == QuantMethod::kAwq)) ||
+      (flag == "fp8" && ct_fp8);
   if (!matches) {
     return Error{"--quantize " + flag + ": the checkpoint is quantized with " + method + " (" +
                  q->origin + "); use --quantize " + method + " or leave it unset"};

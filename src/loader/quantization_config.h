@@ -1,7 +1,7 @@
 // The `quantization_config` of a Hugging Face checkpoint (config.json, else AutoGPTQ's
 // quantize_config.json): which pre-quantized format its Linear weights are stored in (GPTQ, AWQ,
-// compressed-tensors) and with which parameters, read once and validated. Formats that are not
-// built (FP8, Marlin-packed, 2/3-bit, ...) are refused here by name, before a tensor is read.
+// compressed-tensors, FP8) and with which parameters, read once and validated. Formats that are
+// not built (Marlin-packed, 2/3-bit, FP4, ...) are refused here by name, before a tensor is read.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "tensor/dtype.h"
 
 namespace lm {
 
-enum class QuantMethod : uint8_t { kGptq, kAwq, kCompressedTensors };
+// kFp8: FP8 weights with their scales, as transformers' FineGrainedFP8 / AutoFP8 ("fp8") and
+// FBGEMM ("fbgemm_fp8") write them.
+enum class QuantMethod : uint8_t { kGptq, kAwq, kCompressedTensors, kFp8 };
 
 // The method's name as config.json and TGI's --quantize spell it.
 const char* quant_method_name(QuantMethod method);
@@ -22,12 +25,16 @@ const char* quant_method_name(QuantMethod method);
 // targets ("Linear", exact module names, or "re:<regex>" matched from the name's start).
 struct CompressedTensorsScheme {
   std::vector<std::string> targets;
-  std::string format;  // "pack-quantized", "int-quantized" or "naive-quantized"
+  std::string format;  // "pack-quantized", "int-quantized", "naive-quantized", "float-quantized"
   int bits = 4;
-  int64_t group_size = -1;  // strategy "group" only
-  std::string strategy;     // "group", "channel" or "tensor"
+  bool float_weights = false;              // type "float": FP8 (E4M3) weights, 8 bits
+  int64_t group_size = -1;                 // strategy "group" only
+  std::string strategy;                    // "group", "channel", "tensor" (or "block": FP8 only)
+  int64_t block_rows = 0, block_cols = 0;  // strategy "block": block_structure
   bool symmetric = true;
-  bool input_activations = false;  // W8A8: int8 activations per token (ours are per 32-block)
+  // W8A8: activations quantized per token (int8, or FP8 for float weights). Ours: int8 per
+  // 32-block with --int8-activations, else fp32.
+  bool input_activations = false;
 };
 
 struct QuantizationConfig {
@@ -44,6 +51,13 @@ struct QuantizationConfig {
   // compressed-tensors: the top-level format (a group's own wins; "mixed-precision": per group).
   std::string format;
   std::vector<CompressedTensorsScheme> schemes;
+  // FP8: the method as config.json names it ("fp8" or "fbgemm_fp8") and transformers'
+  // weight_block_size (0: the scale's shape says: one per tensor, or one per row).
+  std::string fp8_method;
+  int64_t fp8_block_rows = 0, fp8_block_cols = 0;
+  // The model's dtype (config.json's torch_dtype / dtype; bfloat16 when absent): what FP8
+  // weights are dequantized into, as transformers and compressed-tensors do on the CPU.
+  DType model_dtype = DType::kBF16;
 };
 
 // Reads `config` (config.json's text, from `origin`) and, when it has none, quantize_config.json

@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "loader/fp8_linear.h"
 #include "loader/integer_linear.h"
 #include "loader/packed_linears.h"
 
@@ -13,10 +14,17 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The tensors a quantized module stores (GPTQ/AWQ, or compressed-tensors in `ct_format`), after
-// the module's name.
-std::vector<std::string> module_suffixes(const QuantizationConfig& q,
-                                         const std::string& ct_format) {
+bool is_fp8(DType dtype) { return dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2; }
+
+// The tensors a quantized module stores (GPTQ/AWQ, FP8, or compressed-tensors in `ct_format`),
+// after the module's name. An FP8 module's activation scales go with it (static activation
+// schemes: we do not quantize activations to FP8).
+std::vector<std::string> module_suffixes(const QuantizationConfig& q, const std::string& ct_format,
+                                         bool fp8) {
+  if (fp8) {
+    return {".weight",      ".weight_scale",    ".weight_scale_inv",
+            ".input_scale", ".input_scale_inv", ".input_zero_point"};
+  }
   if (q.method != QuantMethod::kCompressedTensors)
     return {".qweight", ".qzeros", ".scales", ".g_idx"};
   if (ct_format == "pack-quantized") {
@@ -27,15 +35,19 @@ std::vector<std::string> module_suffixes(const QuantizationConfig& q,
 }
 
 // The modules stored quantized: named by their packed weight (qweight, weight_packed), or by an
-// int8 weight (compressed-tensors int-/naive-quantized).
+// int8 weight (compressed-tensors int-/naive-quantized) or an FP8 one (compressed-tensors, fp8).
 std::vector<std::string> quantized_modules(const QuantizationConfig& q,
                                            const std::map<std::string, Tensor>& tensors) {
   std::vector<std::string> modules;
   for (const auto& [name, t] : tensors) {
     for (const char* suffix : {".qweight", ".weight_packed", ".weight"}) {
-      const bool ct = q.method == QuantMethod::kCompressedTensors;
-      if (ct != (std::string(suffix) != ".qweight")) continue;
-      if (std::string(suffix) == ".weight" && t.dtype != DType::kI8) continue;
+      const std::string s = suffix;
+      const bool gptq_like = q.method == QuantMethod::kGptq || q.method == QuantMethod::kAwq;
+      if (gptq_like != (s == ".qweight")) continue;
+      if (q.method == QuantMethod::kFp8 && s != ".weight") continue;
+      if (s == ".weight" && !is_fp8(t.dtype) &&
+          (t.dtype != DType::kI8 || q.method != QuantMethod::kCompressedTensors))
+        continue;
       if (ends_with(name, suffix))
         modules.push_back(name.substr(0, name.size() - std::string(suffix).size()));
     }
@@ -77,39 +89,60 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
   RepackSummary summary;
   const std::vector<std::string> modules = quantized_modules(q, tensors);
   if (modules.empty()) {
-    return Error{
-        q.origin + ": quantization_config says " + quant_method_name(q.method) +
-        ", but no tensor is stored quantized (no " +
-        (q.method == QuantMethod::kCompressedTensors ? "weight_packed or int8 weight" : "qweight") +
-        ")"};
+    const char* expected = q.method == QuantMethod::kCompressedTensors
+                               ? "weight_packed, int8 or FP8 weight"
+                           : q.method == QuantMethod::kFp8 ? "FP8 weight"
+                                                           : "qweight";
+    return Error{q.origin + ": quantization_config says " + quant_method_name(q.method) +
+                 ", but no tensor is stored quantized (no " + expected + ")"};
   }
-  int64_t num_input_activations = 0;
+  int64_t num_input_activations = 0, num_fp8 = 0;
   for (const std::string& module : modules) {
-    Result<IntegerLinear> w = Error{};
+    const std::string weight_name = module + ".weight";
+    const Tensor* plain = find(weight_name);
+    const bool fp8 = plain != nullptr && is_fp8(plain->dtype);
+    const CompressedTensorsScheme* scheme = nullptr;
     std::string ct_format;
-    if (q.method == QuantMethod::kGptq) {
-      w = read_gptq_linear(q, module, find);
-    } else if (q.method == QuantMethod::kAwq) {
-      w = read_awq_linear(q, module, find);
-    } else {
-      LM_ASSIGN_OR_RETURN(const CompressedTensorsScheme* scheme, scheme_of(q, module));
+    if (q.method == QuantMethod::kCompressedTensors) {
+      LM_ASSIGN_OR_RETURN(scheme, scheme_of(q, module));
       num_input_activations += scheme->input_activations ? 1 : 0;
       ct_format = scheme->format;
       const bool packed_here = tensors.contains(module + ".weight_packed");
-      if (packed_here != (ct_format == "pack-quantized")) {
-        return Error{module + ": stored " + (packed_here ? "packed" : "as int8") +
-                     ", but its config group's format is " + ct_format};
+      if (packed_here != (ct_format == "pack-quantized") || fp8 != scheme->float_weights) {
+        return Error{module + ": stored " +
+                     (packed_here ? "packed"
+                      : fp8       ? "as FP8"
+                                  : "as int8") +
+                     ", but its config group's format is " + ct_format + " with " +
+                     (scheme->float_weights ? "float" : "int") + " weights"};
       }
-      w = read_compressed_tensors_linear(q, *scheme, module, find);
     }
-    if (!w.ok()) return std::move(w).error();
-    const std::string weight_name = module + ".weight";
-    if (q.method != QuantMethod::kCompressedTensors || ct_format == "pack-quantized") {
-      if (tensors.contains(weight_name))
-        return Error{weight_name + ": stored both quantized and as a plain weight"};
+    RepackedLinear repacked;
+    if (fp8) {
+      LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
+      // compressed-tensors multiplies in the scale's dtype; transformers' FP8 dequantization
+      // in fp32, both then cast to the model's dtype.
+      repacked =
+          dequantize_fp8_linear(w, q.model_dtype, /*round_to_scale_dtype=*/scheme != nullptr);
+      ++num_fp8;
+    } else {
+      Result<IntegerLinear> w = Error{};
+      if (q.method == QuantMethod::kGptq) {
+        w = read_gptq_linear(q, module, find);
+      } else if (q.method == QuantMethod::kAwq) {
+        w = read_awq_linear(q, module, find);
+      } else {
+        w = read_compressed_tensors_linear(q, *scheme, module, find);
+      }
+      if (!w.ok()) return std::move(w).error();
+      if (q.method != QuantMethod::kCompressedTensors || ct_format == "pack-quantized") {
+        if (plain != nullptr)
+          return Error{weight_name + ": stored both quantized and as a plain weight"};
+      }
+      LM_ASSIGN_OR_RETURN(repacked, repack_integer_linear(*w, weight_name));
     }
-    LM_ASSIGN_OR_RETURN(RepackedLinear repacked, repack_integer_linear(*w, weight_name));
-    for (const std::string& suffix : module_suffixes(q, ct_format)) tensors.erase(module + suffix);
+    for (const std::string& suffix : module_suffixes(q, ct_format, fp8))
+      tensors.erase(module + suffix);
     tensors.emplace(weight_name, repacked.weight);
     owners.push_back(std::move(repacked.storage));
     ++summary.num_by_dtype[repacked.weight.dtype];
@@ -121,18 +154,30 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
   std::string what = quant_method_name(q.method);
   if (q.method == QuantMethod::kCompressedTensors)
     what += " " + q.format;
+  else if (q.method == QuantMethod::kFp8)
+    what = q.fp8_method;
   else
     what += " " + std::to_string(q.bits) + "-bit";
   summary.text =
       what + ": " + std::to_string(modules.size()) + " quantized Linears repacked (" + held + ")";
-  if (summary.num_by_dtype.contains(DType::kF32)) {
+  if (num_fp8 > 0) {
+    summary.text += "; FP8 ones dequantized into the model's " +
+                    std::string(dtype_name(q.model_dtype)) +
+                    " as transformers does on a CPU (no FP8 kernel: " +
+                    (q.model_dtype == DType::kF32 ? "4" : "2") + " bytes a weight)";
+  }
+  if (summary.num_by_dtype.contains(DType::kF32) &&
+      num_fp8 < static_cast<int64_t>(modules.size())) {
     summary.text +=
         "; F32 ones had no exact block format (group not a multiple of 32, scales not fp16, or "
         "an 8-bit zero-point) and stream 4 bytes a weight";
   }
   if (num_input_activations > 0) {
     summary.text +=
-        "; activations are quantized per block of 32 (--int8-activations), not per token";
+        num_fp8 > 0 ? "; activations are not quantized to FP8 (fp32; int8 per block of 32 for "
+                      "block-format weights with --int8-activations)"
+                    : "; activations are quantized per block of 32 (--int8-activations), not per "
+                      "token";
   }
   return summary;
 }

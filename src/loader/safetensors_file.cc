@@ -18,6 +18,9 @@ std::optional<DType> dtype_from_name(const std::string& name) {
   if (name == "I32") return DType::kI32;
   if (name == "I8") return DType::kI8;
   if (name == "I64") return DType::kI64;
+  // FP8 checkpoints' weights (dequantized at load: loader/fp8_linear.h).
+  if (name == "F8_E4M3") return DType::kF8_E4M3;
+  if (name == "F8_E5M2") return DType::kF8_E5M2;
   return std::nullopt;
 }
 
@@ -83,8 +86,9 @@ Result<SafetensorsFile> SafetensorsFile::parse(std::span<const uint8_t> bytes,
     }
     auto dtype = dtype_from_name(dtype_it->get<std::string>());
     if (!dtype)
-      return bad("unsupported dtype " + dtype_it->get<std::string>() +
-                 " (supported: F32, F16, BF16; I32, I8, I64 in quantized checkpoints)");
+      return bad(
+          "unsupported dtype " + dtype_it->get<std::string>() +
+          " (supported: F32, F16, BF16; I32, I8, I64, F8_E4M3, F8_E5M2 in quantized checkpoints)");
     Shape shape;
     uint64_t elements = 1;
     for (const auto& d : *shape_it) {

@@ -40,9 +40,9 @@ TEST(LauncherArgs, TgiCrossChecksWithTgiMessages) {
 // Settings that would change results and are not built: refused, naming what is missing.
 TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
   LauncherArgs a;
-  a.quantize = "fp8";  // FP8 weights quantized at load
-  EXPECT_NE(check_error(a).find("--quantize fp8 is not supported yet"), std::string::npos);
-  for (const char* prequantized : {"gptq", "awq", "compressed-tensors", "marlin"}) {
+  a.quantize = "exl2";  // ExLlamaV2's format: not built
+  EXPECT_NE(check_error(a).find("--quantize exl2 is not supported yet"), std::string::npos);
+  for (const char* prequantized : {"gptq", "awq", "compressed-tensors", "marlin", "fp8"}) {
     a.quantize = prequantized;  // checked against the checkpoint at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << prequantized;
   }

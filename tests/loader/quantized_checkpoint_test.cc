@@ -4,7 +4,9 @@
 // quantization_config reader and --quantize against it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -364,17 +366,238 @@ TEST(QuantizationConfig, ReadsEachMethodAndRefusesWhatIsNotBuilt) {
                 .find("\"gemv\": AWQ checkpoints in the GEMM packing"),
             std::string::npos);
   EXPECT_NE(
-      config_error(R"({"quant_method": "fp8"})").find("quant_method \"fp8\" is not supported"),
+      config_error(R"({"quant_method": "exl2"})").find("quant_method \"exl2\" is not supported"),
       std::string::npos);
-  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
-                             "config_groups": {}})")
-                .find("FP8 compressed-tensors checkpoints are not supported yet"),
-            std::string::npos);
   EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "pack-quantized",
                              "config_groups": {"group_0": {"targets": ["Linear"],
                              "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}})")
-                .find("FP8/float weights (float-quantized) are not supported yet"),
+                .find("weights.type \"float\" cannot be stored as pack-quantized"),
             std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+                             "config_groups": {"group_0": {"targets": ["Linear"],
+                             "weights": {"num_bits": 4, "type": "float", "strategy": "group",
+                             "group_size": 16}}}})")
+                .find("float weights are FP8 (8 bits; FP4 is not built)"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+                             "config_groups": {"group_0": {"targets": ["Linear"],
+                             "weights": {"num_bits": 8, "type": "float", "strategy": "block"}}}})")
+                .find("block_structure must be two positive integers"),
+            std::string::npos);
+  EXPECT_NE(config_error(R"({"quant_method": "fp8", "weight_block_size": [128]})")
+                .find("quantization_config.weight_block_size must be two positive integers"),
+            std::string::npos);
+}
+
+TEST(QuantizationConfig, ReadsFp8Methods) {
+  auto q = parse_quantization_config(
+      R"({"torch_dtype": "float16", "quantization_config": {"quant_method": "fp8",
+          "activation_scheme": "dynamic", "weight_block_size": [128, 64]}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ((*q)->method, QuantMethod::kFp8);
+  EXPECT_EQ((*q)->fp8_method, "fp8");
+  EXPECT_EQ((*q)->fp8_block_rows, 128);
+  EXPECT_EQ((*q)->fp8_block_cols, 64);
+  EXPECT_EQ((*q)->model_dtype, DType::kF16);
+  auto fbgemm = parse_quantization_config(
+      R"({"quantization_config": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(fbgemm.ok()) << fbgemm.error().message;
+  EXPECT_EQ((*fbgemm)->fp8_method, "fbgemm_fp8");
+  EXPECT_EQ((*fbgemm)->fp8_block_rows, 0);
+  EXPECT_EQ((*fbgemm)->model_dtype, DType::kBF16);  // no torch_dtype: transformers' bf16
+  auto ct = parse_quantization_config(
+      R"({"dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors",
+          "format": "float-quantized", "config_groups": {"group_0": {"targets": ["Linear"],
+          "weights": {"num_bits": 8, "type": "float", "strategy": "block",
+          "block_structure": [128, 128]}, "input_activations": {"num_bits": 8, "type": "float",
+          "strategy": "group", "group_size": 128, "dynamic": true}}}}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(ct.ok()) << ct.error().message;
+  ASSERT_EQ((*ct)->schemes.size(), 1u);
+  EXPECT_TRUE((*ct)->schemes[0].float_weights);
+  EXPECT_EQ((*ct)->schemes[0].block_rows, 128);
+  EXPECT_TRUE((*ct)->schemes[0].input_activations);
+  EXPECT_NE(config_error(R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+                             "config_groups": {"group_0": {"targets": ["Linear"],
+                             "weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+                             "input_activations": {"num_bits": 8, "type": "int"}}}})")
+                .find("input_activations must be of type \"float\" with float weights"),
+            std::string::npos);
+  EXPECT_NE(config_error(
+                R"({"quant_method": "fp8", "activation_scheme": "dynamic"}, "torch_dtype": "int8")")
+                .find("torch_dtype \"int8\" is not bfloat16, float16 or float32"),
+            std::string::npos);
+}
+
+// Every E4M3 and E5M2 byte decodes to the value its sign, exponent and mantissa fields give.
+TEST(Fp8Values, EveryByteDecodesByItsFields) {
+  for (int b = 0; b < 256; ++b) {
+    const auto byte = static_cast<uint8_t>(b);
+    const float sign = (b & 0x80) ? -1.0f : 1.0f;
+    const int e4 = (b >> 3) & 0xf, m3 = b & 7;
+    const float e4m3 = fp8_e4m3_to_fp32(byte);
+    if ((b & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(e4m3)) << b;
+    } else {
+      const float want = sign * (e4 == 0 ? std::ldexp(static_cast<float>(m3), -9)
+                                         : std::ldexp(1.0f + static_cast<float>(m3) / 8, e4 - 7));
+      EXPECT_EQ(e4m3, want) << b;
+    }
+    const int e5 = (b >> 2) & 0x1f, m2 = b & 3;
+    const float e5m2 = fp8_e5m2_to_fp32(byte);
+    if (e5 == 31) {
+      EXPECT_TRUE(m2 == 0 ? std::isinf(e5m2) : std::isnan(e5m2)) << b;
+    } else {
+      const float want = sign * (e5 == 0 ? std::ldexp(static_cast<float>(m2), -16)
+                                         : std::ldexp(1.0f + static_cast<float>(m2) / 4, e5 - 15));
+      EXPECT_EQ(e5m2, want) << b;
+    }
+  }
+  EXPECT_EQ(fp8_e4m3_to_fp32(0x7e), 448.0f);  // E4M3FN's largest
+}
+
+// An FP8 module of [8, 64] bytes b(n, k) = (n * 64 + k) % 120: positive finite E4M3 and E5M2
+// values from 0 (E4M3's subnormals, 2^-9 and up, and E5M2's, 2^-16 and up) to 240 / 24576.
+uint8_t fp8_byte(int64_t n, int64_t k) { return static_cast<uint8_t>((n * 64 + k) % 120); }
+
+Checkpoint fp8_module(DType scale_dtype, Shape scale_shape, const std::vector<float>& scales,
+                      const std::string& scale_name = "m.weight_scale",
+                      DType format = DType::kF8_E4M3) {
+  Checkpoint c;
+  std::vector<uint8_t> bytes(8 * 64);
+  for (int64_t i = 0; i < 8 * 64; ++i) bytes[static_cast<size_t>(i)] = fp8_byte(i / 64, i % 64);
+  c.add("m.weight", format, {8, 64}, bytes);
+  if (scale_dtype == DType::kF32) {
+    c.add(scale_name, scale_dtype, std::move(scale_shape), scales);
+  } else {
+    std::vector<uint16_t> h;
+    for (float v : scales)
+      h.push_back(scale_dtype == DType::kBF16 ? fp32_to_bf16(v) : fp32_to_fp16(v));
+    c.add(scale_name, scale_dtype, std::move(scale_shape), h);
+  }
+  c.add("m.input_scale", DType::kF32, {1}, std::vector<float>{0.5f});
+  return c;
+}
+
+QuantizationConfig fp8_config(int64_t block_rows = 0, int64_t block_cols = 0) {
+  QuantizationConfig q;
+  q.method = QuantMethod::kFp8;
+  q.fp8_method = "fp8";
+  q.origin = "config.json";
+  q.fp8_block_rows = block_rows;
+  q.fp8_block_cols = block_cols;
+  return q;
+}
+
+float bf16_round(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
+
+std::vector<float> bf16_values(const Tensor& w) {
+  std::vector<float> out(static_cast<size_t>(w.numel()));
+  const auto* p = static_cast<const uint16_t*>(w.data);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_fp32(p[i]);
+  return out;
+}
+
+TEST(QuantizedCheckpoint, Fp8ScalesPerTensorRowAndBlock) {
+  const auto expect = [](const Repacked& r, const std::function<float(int64_t, int64_t)>& scale,
+                         DType format = DType::kF8_E4M3) {
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(r.weight.dtype, DType::kBF16);
+    EXPECT_FALSE(r.checkpoint.tensors.contains("m.weight_scale"));
+    EXPECT_FALSE(r.checkpoint.tensors.contains("m.weight_scale_inv"));
+    EXPECT_FALSE(r.checkpoint.tensors.contains("m.input_scale"));
+    const std::vector<float> got = bf16_values(r.weight);
+    for (int64_t n = 0; n < 8; ++n)
+      for (int64_t k = 0; k < 64; ++k) {
+        const uint8_t b = fp8_byte(n, k);
+        const float v = format == DType::kF8_E4M3 ? fp8_e4m3_to_fp32(b) : fp8_e5m2_to_fp32(b);
+        ASSERT_EQ(got[static_cast<size_t>(n * 64 + k)], bf16_round(v * scale(n, k)))
+            << n << "," << k;
+      }
+  };
+  // Per tensor (AutoFP8): one fp32 scale, shape [].
+  expect(repack(fp8_module(DType::kF32, {}, {0.0123f}), fp8_config()),
+         [](int64_t, int64_t) { return 0.0123f; });
+  // E5M2 bytes, one scale of shape [1].
+  expect(
+      repack(fp8_module(DType::kF32, {1}, {0.5f}, "m.weight_scale", DType::kF8_E5M2), fp8_config()),
+      [](int64_t, int64_t) { return 0.5f; }, DType::kF8_E5M2);
+  // Per row (fbgemm_fp8): [N, 1].
+  std::vector<float> rows;
+  for (int n = 0; n < 8; ++n) rows.push_back(0.001f * static_cast<float>(n + 1));
+  expect(repack(fp8_module(DType::kF32, {8, 1}, rows), fp8_config()),
+         [&](int64_t n, int64_t) { return rows[static_cast<size_t>(n)]; });
+  // transformers' blocks of 4 x 32: weight_scale_inv [2, 2].
+  const std::vector<float> blocks = {0.5f, 0.25f, 0.125f, 3.0f};
+  expect(repack(fp8_module(DType::kF32, {2, 2}, blocks, "m.weight_scale_inv"), fp8_config(4, 32)),
+         [&](int64_t n, int64_t k) { return blocks[static_cast<size_t>(n / 4 * 2 + k / 32)]; });
+  // Blocks of 3 x 48 cut at the edges: [3, 2].
+  const std::vector<float> cut = {1, 2, 3, 4, 5, 6};
+  expect(repack(fp8_module(DType::kF32, {3, 2}, cut, "m.weight_scale_inv"), fp8_config(3, 48)),
+         [&](int64_t n, int64_t k) { return cut[static_cast<size_t>(n / 3 * 2 + k / 48)]; });
+}
+
+TEST(QuantizedCheckpoint, Fp8CompressedTensorsMultipliesInTheScalesDtype) {
+  // A bf16 scale whose product with an fp8 value is not a bf16: compressed-tensors rounds it to
+  // bf16 (the scale's dtype), then to the model's fp16 -- two roundings, kept.
+  QuantizationConfig q = ct_config(true, "float-quantized");
+  q.schemes[0].float_weights = true;
+  q.schemes[0].bits = 8;
+  q.schemes[0].strategy = "channel";
+  q.model_dtype = DType::kF16;
+  const float s = bf16_round(0.0123f);
+  Repacked r = repack(fp8_module(DType::kBF16, {8, 1}, std::vector<float>(8, s)), q);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  ASSERT_EQ(r.weight.dtype, DType::kF16);
+  const auto* h = static_cast<const uint16_t*>(r.weight.data);
+  int64_t double_rounded = 0;
+  for (int64_t i = 0; i < 8 * 64; ++i) {
+    const float exact = fp8_e4m3_to_fp32(fp8_byte(i / 64, i % 64)) * s;
+    ASSERT_EQ(fp16_to_fp32(h[i]), fp16_to_fp32(fp32_to_fp16(bf16_round(exact)))) << i;
+    double_rounded += fp16_to_fp32(h[i]) != fp16_to_fp32(fp32_to_fp16(exact));
+  }
+  EXPECT_GT(double_rounded, 0);  // the bf16 step is visible
+}
+
+TEST(QuantizedCheckpoint, HostileFp8TensorsNameTheTensor) {
+  const auto error = [](Checkpoint c, QuantizationConfig q = fp8_config()) {
+    return repack(std::move(c), q).error;
+  };
+  Checkpoint nan = fp8_module(DType::kF32, {}, {1.0f});
+  std::vector<uint8_t> bytes(8 * 64, 0x38);
+  bytes[70] = 0xff;  // E4M3FN's NaN
+  nan.add("m.weight", DType::kF8_E4M3, {8, 64}, bytes);
+  std::string e = error(std::move(nan));
+  EXPECT_NE(e.find("m.weight: holds a NaN or infinity (row 1, column 6)"), std::string::npos) << e;
+  e = error(fp8_module(DType::kF32, {8, 2}, std::vector<float>(16, 1.0f)));
+  EXPECT_NE(e.find("m.weight_scale: has shape [8, 2], expected [8, 1] for [8, 64] weights in "
+                   "blocks of 1 x 64 (mismatched scale or block size)"),
+            std::string::npos)
+      << e;
+  e = error(fp8_module(DType::kF32, {2, 2}, std::vector<float>(4, 1.0f), "m.weight_scale_inv"),
+            fp8_config(4, 16));
+  EXPECT_NE(e.find("m.weight_scale_inv: has shape [2, 2], expected [2, 4]"), std::string::npos)
+      << e;
+  Checkpoint e8m0 = fp8_module(DType::kF32, {}, {1.0f});
+  e8m0.add("m.weight_scale", DType::kI8, {8, 2}, std::vector<int8_t>(16, 127));
+  e = error(std::move(e8m0));
+  EXPECT_NE(e.find("m.weight_scale: has dtype I8, expected F32, BF16 or F16"), std::string::npos)
+      << e;
+  Checkpoint missing = fp8_module(DType::kF32, {}, {1.0f});
+  missing.tensors.erase("m.weight_scale");
+  e = error(std::move(missing));
+  EXPECT_NE(e.find("m.weight_scale: is missing"), std::string::npos) << e;
+  e = error(fp8_module(DType::kF32, {}, {INFINITY}));
+  EXPECT_NE(e.find("m.weight_scale: holds a non-finite scale"), std::string::npos) << e;
+  // An int8 compressed-tensors group over an FP8 weight.
+  e = error(fp8_module(DType::kF32, {8, 1}, std::vector<float>(8, 1.0f)),
+            ct_config(true, "int-quantized"));
+  EXPECT_NE(e.find("m: stored as FP8, but its config group's format is int-quantized with int "
+                   "weights"),
+            std::string::npos)
+      << e;
 }
 
 TEST(QuantizationConfig, QuantizeFlagMustNameTheCheckpointsMethod) {
@@ -389,6 +612,21 @@ TEST(QuantizationConfig, QuantizeFlagMustNameTheCheckpointsMethod) {
   EXPECT_NE(
       check_quantize_flag("gptq", std::nullopt).error().message.find("no quantization_config"),
       std::string::npos);
+  QuantizationConfig fp8;
+  fp8.method = QuantMethod::kFp8;
+  EXPECT_TRUE(check_quantize_flag("fp8", fp8).ok());
+  EXPECT_FALSE(check_quantize_flag("marlin", fp8).ok());
+  QuantizationConfig ct = fp8;
+  ct.method = QuantMethod::kCompressedTensors;
+  ct.schemes.push_back(CompressedTensorsScheme{});
+  EXPECT_FALSE(check_quantize_flag("fp8", ct).ok());
+  ct.schemes[0].float_weights = true;
+  EXPECT_TRUE(check_quantize_flag("fp8", ct).ok());
+  EXPECT_TRUE(check_quantize_flag("compressed-tensors", ct).ok());
+  EXPECT_NE(check_quantize_flag("fp8", std::nullopt)
+                .error()
+                .message.find("quantizing to fp8 at load is not built"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-// Pre-quantized checkpoints (GPTQ v1/v2 and AWQ from gptqmodel, compressed-tensors) made by the
-// libraries from a seeded tiny Llama (scripts/fixtures/make_quantized_checkpoints.py): repacked
-// at load into the expected block format; our dequantized weights rounded to the library's dtype
-// equal the library's own dequantization bit for bit (dequant_reference.safetensors); and 8 prompts
-// x 32 greedy tokens equal, logits within 1e-4 relative, transformers in fp32 on the exact weights
-// s * (q - z), which our repacked blocks hold exactly (fp32 activations, as the other reference
-// tests). With int8 activations (the default) logits are held within 5% of the largest logit.
+// Pre-quantized checkpoints (GPTQ v1/v2 and AWQ from gptqmodel, compressed-tensors integer and
+// FP8, transformers' FP8 blocks) made by the libraries from a seeded tiny Llama
+// (scripts/fixtures/make_quantized_checkpoints.py): repacked at load into the expected format;
+// our dequantized weights rounded to the library's dtype equal the library's own dequantization
+// bit for bit (dequant_reference.safetensors); and 8 prompts x 32 greedy tokens equal, logits
+// within 1e-4 relative, transformers in fp32 on the exact weights s * (q - z) (FP8: on the
+// weights as the libraries dequantize them on a CPU, the bits we hold), with fp32 activations as
+// the other reference tests. With int8 activations (the default) logits are held within 5% of the
+// largest logit (FP8 weights held in 16 bits take fp32 activations either way).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,6 +44,11 @@ const std::map<std::string, std::string> kExpectedRepack = {
     {"ct_w4a16_g64_asym", "14 as Q5_0"},
     {"ct_w8a16_channel_sym", "14 as Q8_0"},
     {"ct_w8a8_int_channel", "14 as Q8_0"},
+    // FP8: dequantized into the model's dtype, as transformers holds them on a CPU.
+    {"ct_fp8_dynamic_channel", "14 as BF16"},
+    {"ct_fp8_static_tensor", "14 as F16"},
+    {"ct_fp8_block_32", "14 as BF16"},
+    {"fp8_block_32", "14 as BF16"},
 };
 
 Json read_json(const fs::path& p) {
