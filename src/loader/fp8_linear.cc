@@ -16,6 +16,20 @@ float round_to(DType dtype, float x) {
 
 }  // namespace
 
+RepackedLinear fp8_weight_as_stored(const Fp8Linear& w, DType dtype, bool round_to_scale_dtype) {
+  LM_CHECK(dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32);
+  auto scales = std::make_shared<Fp8Scales>();
+  scales->grid = w.scales;
+  scales->block_rows = w.block_rows;
+  scales->block_cols = w.block_cols;
+  scales->grid_cols = w.grid_cols;
+  scales->round_first = round_to_scale_dtype ? w.scale_dtype : DType::kF32;
+  scales->round_to = dtype;
+  Tensor weight{w.format, {w.rows, w.cols}, const_cast<uint8_t*>(w.values), Device::kCpu};
+  weight.fp8_scales = scales.get();
+  return {weight, std::move(scales)};
+}
+
 RepackedLinear dequantize_fp8_linear(const Fp8Linear& w, DType dtype, bool round_to_scale_dtype) {
   LM_CHECK(dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32);
   LM_CHECK(w.format == DType::kF8_E4M3 || w.format == DType::kF8_E5M2);

@@ -122,8 +122,9 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
       LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
       // compressed-tensors multiplies in the scale's dtype; transformers' FP8 dequantization
       // in fp32, both then cast to the model's dtype.
-      repacked =
-          dequantize_fp8_linear(w, q.model_dtype, /*round_to_scale_dtype=*/scheme != nullptr);
+      const bool ct = scheme != nullptr;
+      repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w, q.model_dtype, ct)
+                                             : dequantize_fp8_linear(w, q.model_dtype, ct);
       ++num_fp8;
     } else {
       Result<IntegerLinear> w = Error{};
@@ -161,10 +162,10 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
   summary.text =
       what + ": " + std::to_string(modules.size()) + " quantized Linears repacked (" + held + ")";
   if (num_fp8 > 0) {
-    summary.text += "; FP8 ones dequantized into the model's " +
-                    std::string(dtype_name(q.model_dtype)) +
-                    " as transformers does on a CPU (no FP8 kernel: " +
-                    (q.model_dtype == DType::kF32 ? "4" : "2") + " bytes a weight)";
+    summary.text += "; FP8 weights as the model's " + std::string(dtype_name(q.model_dtype)) +
+                    " values transformers dequantizes them to on a CPU, computed from their bytes "
+                    "(Linears whose rows are not a multiple of " +
+                    std::to_string(kFp8PanelRows) + " dequantized at load)";
   }
   if (summary.num_by_dtype.contains(DType::kF32) &&
       num_fp8 < static_cast<int64_t>(modules.size())) {

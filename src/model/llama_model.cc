@@ -117,6 +117,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
     naming = WeightNaming::kGguf;
   }
   LM_ASSIGN_OR_RETURN(model->weights_, bind_llama_weights(model->config_, model->store_, naming));
+  model->pack_fp8_weights();
   if (options.rope_scaling) {
     override_rope_scaling(model->config_, *options.rope_scaling);
     model->weights_.rope_freq_factors
@@ -130,6 +131,25 @@ void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
                "weights are converted once, before they are prepared for the CPU");
   lm::convert_float_weights(weights_, dtype, converted_weights_, pool,
                             [&](const Tensor& source) { drop_file_pages(source); });
+}
+
+void LlamaModel::pack_fp8_weights() {
+  std::vector<Tensor*> fp8;
+  for (LlamaLayerWeights& layer : weights_.layers)
+    for (Tensor* w : layer.linears())
+      if (w->fp8_scales != nullptr) fp8.push_back(w);
+  if (weights_.lm_head.fp8_scales != nullptr) fp8.push_back(&weights_.lm_head);
+  if (fp8.empty()) return;
+  int64_t bytes = 0;
+  for (const Tensor* w : fp8) bytes += (w->numel() + 63) / 64 * 64;
+  fp8_weights_ = Buffer::of_bytes(bytes, Buffer::Pages::kHuge);
+  auto* dst = static_cast<uint8_t*>(fp8_weights_.view().data);
+  for (Tensor* w : fp8) {
+    const Tensor source = *w;
+    ops::pack_fp8_weight(*w, dst, fp8_scales_.emplace_back());
+    drop_file_pages(source);
+    dst += (w->numel() + 63) / 64 * 64;
+  }
 }
 
 void LlamaModel::drop_file_pages(const Tensor& source) const {

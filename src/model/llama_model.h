@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,9 @@ class LlamaModel {
   LlamaModel() = default;
   void resize_workspace(int64_t num_tokens);
   void prepare_cpu_weights();
+  // An FP8 checkpoint's Linears (Tensor::fp8_scales) put into FP8 panels, the form the kernels
+  // run (ops::pack_fp8_weight), at load: their file pages handed back.
+  void pack_fp8_weights();
   // Hands a matrix's file pages back once a copy of it is made (WeightStore::drop_pages).
   void drop_file_pages(const Tensor& source) const;
 
@@ -93,6 +97,8 @@ class LlamaModel {
   Buffer quantized_weights_;  // --quantize q4_0 ...: the float matrices quantized at load
   Buffer converted_weights_;  // --dtype's copies of float matrices weights_ points into
   Buffer prepared_weights_;   // the arena of interleaved, panel and row copies weights_ points into
+  Buffer fp8_weights_;        // an FP8 checkpoint's Linears in FP8 panels
+  std::deque<Fp8Scales> fp8_scales_;  // their scales (stable addresses: tensors point at them)
   int64_t num_interleaved_ = 0;
   int64_t num_panelled_ = 0;
   Workspace ws_;

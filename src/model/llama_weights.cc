@@ -16,7 +16,7 @@ class Binder {
 
   Result<Tensor> matrix(const std::string& name, int64_t rows, int64_t cols) const {
     LM_ASSIGN_OR_RETURN(Tensor t, find(name, Shape{rows, cols}));
-    if (!ops::supports_weight_dtype(t.dtype)) {
+    if (!ops::supports_weight(t)) {
       return Error{store_.origin() + ": tensor '" + name + "' has type " +
                    std::string(dtype_name(t.dtype)) +
                    ", which the CPU kernels cannot compute yet (supported: F32, F16, BF16, Q8_0, "

@@ -5,6 +5,7 @@
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/panels16.h"
+#include "kernels/cpu/panels_fp8.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
 
@@ -56,6 +57,21 @@ bool panel_in_place(Tensor& w) {
   kernels::pack_panels16(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), w.data);
   w.layout = WeightLayout::kPanels16;
   return true;
+}
+
+void pack_fp8_weight(Tensor& w, void* dst, Fp8Scales& scales) {
+  LM_CHECK(cpu_rows(w) && w.fp8_scales != nullptr && w.dim(0) % kernels::kPanel16Rows == 0);
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const auto format =
+      w.dtype == DType::kF8_E5M2 ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3;
+  scales = *w.fp8_scales;
+  scales.lanes.resize(static_cast<size_t>(n * scales.grid_cols));
+  kernels::fp8_lane_scales(scales.grid.data(), scales.block_rows, scales.grid_cols, n, format,
+                           scales.lanes.data());
+  kernels::pack_fp8_panels(static_cast<const uint8_t*>(w.data), n, k, static_cast<uint8_t*>(dst));
+  w.data = dst;
+  w.layout = WeightLayout::kPanels16;
+  w.fp8_scales = &scales;
 }
 
 std::vector<CpuWeightPlan> prepare_cpu_weights(std::span<Tensor* const> weights, bool copy_rows,

@@ -37,6 +37,11 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
 // returns true; returns false and leaves anything else alone.
 bool panel_in_place(Tensor& w);
 
+// An FP8 weight in rows (Tensor::fp8_scales, rows a multiple of kernels::kPanel16Rows) put into
+// FP8 panels at dst (w.numel() bytes; kernels/cpu/panels_fp8.h), its scales copied into `scales`
+// with their lane table; w then views both (layout kPanels16). The source rows are left alone.
+void pack_fp8_weight(Tensor& w, void* dst, Fp8Scales& scales);
+
 // Called after weight `index` was placed, with the tensor it was before (e.g. to hand the
 // source's pages back at once, so that loading never holds two copies of the whole model).
 using CpuWeightPlaced = std::function<void(size_t index, const Tensor& source)>;

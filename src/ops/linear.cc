@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/panels_fp8.h"
 #include "kernels/cpu/row_format.h"
 
 namespace lm::ops {
@@ -109,9 +110,33 @@ void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor
   });
 }
 
+// The kernels' view of an FP8 weight in panels.
+kernels::Fp8Panels fp8_panels(const Tensor& w) {
+  LM_CHECK_MSG(w.fp8_scales != nullptr && w.layout == WeightLayout::kPanels16,
+               "an FP8 weight runs in panels (ops::pack_fp8_weight)");
+  const Fp8Scales& s = *w.fp8_scales;
+  const auto round16 = [](DType d) {
+    return d == DType::kBF16  ? kernels::Round16::kBF16
+           : d == DType::kF16 ? kernels::Round16::kF16
+                              : kernels::Round16::kNone;
+  };
+  return {w.dtype == DType::kF8_E5M2 ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3,
+          round16(s.round_first),
+          round16(s.round_to),
+          static_cast<const uint8_t*>(w.data),
+          s.lanes.data(),
+          s.block_cols,
+          s.grid_cols};
+}
+
 }  // namespace
 
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
+
+bool supports_weight(const Tensor& w) {
+  const bool fp8 = w.dtype == DType::kF8_E4M3 || w.dtype == DType::kF8_E5M2;
+  return fp8 ? w.fp8_scales != nullptr : supports_weight_dtype(w.dtype);
+}
 
 void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations) {
@@ -126,6 +151,11 @@ void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, 
   if (w.layout == WeightLayout::kInterleaved8) {
     kernels::matmul_interleaved(checked_format(w), w.data, x.as<float>(), y.as<float>(), m, n, k,
                                 pool, bias_data);
+    return;
+  }
+  if (w.fp8_scales != nullptr) {
+    kernels::matmul_fp8_panels(fp8_panels(w), x.as<float>(), y.as<float>(), m, n, k, pool,
+                               bias_data);
     return;
   }
   if (w.layout == WeightLayout::kPanels16) {
@@ -174,6 +204,16 @@ void embedding(const Tensor& table, const int32_t* ids, int64_t num_ids, Tensor&
 }
 
 std::vector<float> to_f32(const Tensor& t) {
+  if (t.fp8_scales != nullptr) {  // as the kernels take its weights
+    const kernels::Fp8Panels w = fp8_panels(t);
+    const int64_t n = t.dim(0), k = t.dim(1);
+    std::vector<float> out(static_cast<size_t>(n * k));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        out[static_cast<size_t>(j * k + p)] = kernels::fp8_panel_weight(
+            w, k, j / kernels::kPanel16Rows, p, j % kernels::kPanel16Rows);
+    return out;
+  }
   LM_CHECK(t.layout == WeightLayout::kRows && t.int8_row_absmax == nullptr);
   std::vector<float> out(static_cast<size_t>(t.numel()));
   const int64_t k = t.shape.back();

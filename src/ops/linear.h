@@ -19,12 +19,17 @@ std::optional<kernels::RowFormat> row_format(DType dtype);
 // True when the kernels can compute with weights of this dtype.
 bool supports_weight_dtype(DType dtype);
 
+// True when the kernels can compute with this weight: a supported dtype, or FP8 with its scales
+// (Tensor::fp8_scales).
+bool supports_weight(const Tensor& w);
+
 // y[m, n] = x[m, k] . w[n, k]^T + bias[n]; x, y fp32; w in any supported dtype; bias fp32 or empty.
 // A weight with a column_order (tensor.h) reads x's columns in that order. An LLM.int8 weight
 // (int8_row_absmax, tensor.h) takes x as LLM.int8 quantizes it, whatever quantize_activations says.
 // quantize_activations: for GGML block-format weights, x is quantized to int8 blocks and the dots
 // are integer (llama.cpp's numerics); ignored for other dtypes. Interleaved weights
-// (ops/cpu_weights.h) always take the int8 path, F16/BF16 panels the panel GEMM.
+// (ops/cpu_weights.h) always take the int8 path, F16/BF16 panels the panel GEMM, FP8 weights
+// (in panels: ops::pack_fp8_weight) the FP8 panel kernels with fp32 activations.
 void linear(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,
             bool quantize_activations = false);
 

@@ -562,12 +562,13 @@ def test_quantize_at_load_serves_a_float_folder_in_ggml_blocks(tmp_path, hub, ca
         assert re.search(r"--quantize q8_0: quantized [1-9]\d* float weight matrices", log), log
 
 
-def test_an_fp8_checkpoint_serves_dequantized_into_its_dtype(tmp_path, hub, cache):
+def test_an_fp8_checkpoint_serves_from_its_fp8_bytes(tmp_path, hub, cache):
     """An FP8 checkpoint (transformers' "fp8" layout: E4M3 weights in 32 x 32 blocks with
     weight_scale_inv, made by scripts/fixtures/make_quantized_checkpoints.py) serves with
     QUANTIZE=fp8 as TGI's manifests set it, and without it; the log says what its Linears became
-    and the plan counts them in BF16 (tests/model/quantized_checkpoint_test.cc checks the weights
-    against transformers' own dequantization and the logits against transformers)."""
+    and the plan counts them at 1 byte a weight (tests/model/quantized_checkpoint_test.cc checks
+    the weights the kernels use against transformers' own dequantization, bit for bit, and the
+    logits against transformers)."""
     folder = tmp_path / "fp8"
     shutil.copytree(ROOT / "tests/fixtures/quantized/fp8_block_32", folder)
     for name, data in tiny_tokenizer_files().items():
@@ -582,7 +583,8 @@ def test_an_fp8_checkpoint_serves_dequantized_into_its_dtype(tmp_path, hub, cach
     rc, out = plan()
     assert rc == 0, out
     # 14 Linears of hidden 128, MLP 256 (q 128x128, k and v 64x128, o 128x128, gate/up/down
-    # 256x128 each), 2 layers: 2 x 139264 weights, in BF16 (2 bytes), never the FP8 file's 1 byte.
+    # 256x128 each), 2 layers: 2 x 139264 weights, held as the file's FP8 bytes (1 byte each), not
+    # dequantized into BF16 (2 bytes).
     memory = json.loads(out.strip().splitlines()[-1])["memory"]
     rc, gptq = plan("--quantize", "gptq")
     assert rc != 0 and "the checkpoint is quantized with fp8" in gptq, gptq
@@ -592,11 +594,12 @@ def test_an_fp8_checkpoint_serves_dequantized_into_its_dtype(tmp_path, hub, cach
                            use_flags_for_port=False, timeout=60) as server:
             texts.append(greedy_text(server, "the cat"))
             log = server.stdout() + server.stderr()
-            assert "fp8: 14 quantized Linears repacked (14 as BF16)" in log, log
+            assert "fp8: 14 quantized Linears repacked (14 as F8_E4M3)" in log, log
     assert texts[0] and texts[0] == texts[1]
-    linear_bytes = 2 * 2 * (128 * 128 * 2 + 64 * 128 * 2 + 256 * 128 * 3)
+    linear_weights = 2 * (128 * 128 * 2 + 64 * 128 * 2 + 256 * 128 * 3)
     table_bytes = 2 * 384 * 128 * 2  # the BF16 embeddings and LM head
-    assert memory["weights_bytes"] >= linear_bytes + table_bytes, memory
+    assert linear_weights + table_bytes <= memory["weights_bytes"], memory
+    assert memory["weights_bytes"] < 2 * linear_weights + table_bytes, memory
 
 
 def test_a_malicious_pickle_is_refused_and_runs_nothing(hub, cache):

@@ -89,7 +89,7 @@ def test_log_level_from_the_environment():
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"QUANTIZE": "fp8"}, "--quantize fp8 is not supported yet"),
+    ({"QUANTIZE": "exl2"}, "--quantize exl2 is not supported yet"),
     ({"QUANTIZE": "gptq"}, "--quantize gptq: "),  # the default model is a GGUF file
     ({"NUM_SHARD": "2"}, "sharding (--sharded/--num-shard > 1) is not supported yet"),
     ({"SHARDED": "true"}, "issue 25"),

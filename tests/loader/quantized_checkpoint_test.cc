@@ -561,6 +561,46 @@ TEST(QuantizedCheckpoint, Fp8CompressedTensorsMultipliesInTheScalesDtype) {
   EXPECT_GT(double_rounded, 0);  // the bf16 step is visible
 }
 
+// A Linear whose rows fill whole FP8 panels (16) is kept as the file's bytes, with its scales and
+// the roundings the kernels apply after them; 8 rows (above) are dequantized at load.
+TEST(QuantizedCheckpoint, Fp8LinearsOfWholePanelsKeepTheirBytes) {
+  Checkpoint c;
+  std::vector<uint8_t> bytes(16 * 64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i % 120);
+  c.add("m.weight", DType::kF8_E5M2, {16, 64}, bytes);
+  c.add("m.weight_scale_inv", DType::kF32, {2, 2}, std::vector<float>{1, 2, 3, 4});
+  QuantizationConfig q = fp8_config(8, 32);
+  q.model_dtype = DType::kF16;
+  Repacked r = repack(std::move(c), q);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.weight.dtype, DType::kF8_E5M2);
+  EXPECT_EQ(r.weight.layout, WeightLayout::kRows);
+  EXPECT_EQ(std::memcmp(r.weight.data, bytes.data(), bytes.size()), 0);
+  ASSERT_NE(r.weight.fp8_scales, nullptr);
+  const Fp8Scales& s = *r.weight.fp8_scales;
+  EXPECT_EQ(s.grid, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(s.block_rows, 8);
+  EXPECT_EQ(s.block_cols, 32);
+  EXPECT_EQ(s.grid_cols, 2);
+  EXPECT_EQ(s.round_first, DType::kF32);  // transformers multiplies in fp32
+  EXPECT_EQ(s.round_to, DType::kF16);     // then casts to the model's dtype
+
+  Checkpoint ct = fp8_module(DType::kBF16, {8, 1}, std::vector<float>(8, 0.5f));
+  ct.add("m.weight", DType::kF8_E4M3, {16, 64}, std::vector<uint8_t>(16 * 64, 0x38));
+  ct.add("m.weight_scale", DType::kBF16, {16, 1}, std::vector<uint16_t>(16, fp32_to_bf16(0.5f)));
+  QuantizationConfig cq = ct_config(true, "float-quantized");
+  cq.schemes[0].float_weights = true;
+  cq.schemes[0].bits = 8;
+  cq.schemes[0].strategy = "channel";
+  Repacked rc = repack(std::move(ct), cq);
+  ASSERT_TRUE(rc.error.empty()) << rc.error;
+  ASSERT_NE(rc.weight.fp8_scales, nullptr);
+  EXPECT_EQ(rc.weight.fp8_scales->round_first, DType::kBF16);  // compressed-tensors: the scale's
+  EXPECT_EQ(rc.weight.fp8_scales->round_to, DType::kBF16);
+  EXPECT_EQ(rc.weight.fp8_scales->block_rows, 1);
+  EXPECT_EQ(rc.weight.fp8_scales->block_cols, 64);
+}
+
 TEST(QuantizedCheckpoint, HostileFp8TensorsNameTheTensor) {
   const auto error = [](Checkpoint c, QuantizationConfig q = fp8_config()) {
     return repack(std::move(c), q).error;

@@ -44,11 +44,11 @@ const std::map<std::string, std::string> kExpectedRepack = {
     {"ct_w4a16_g64_asym", "14 as Q5_0"},
     {"ct_w8a16_channel_sym", "14 as Q8_0"},
     {"ct_w8a8_int_channel", "14 as Q8_0"},
-    // FP8: dequantized into the model's dtype, as transformers holds them on a CPU.
-    {"ct_fp8_dynamic_channel", "14 as BF16"},
-    {"ct_fp8_static_tensor", "14 as F16"},
-    {"ct_fp8_block_32", "14 as BF16"},
-    {"fp8_block_32", "14 as BF16"},
+    // FP8: run from their bytes in FP8 panels.
+    {"ct_fp8_dynamic_channel", "14 as F8_E4M3"},
+    {"ct_fp8_static_tensor", "14 as F8_E4M3"},
+    {"ct_fp8_block_32", "14 as F8_E4M3"},
+    {"fp8_block_32", "14 as F8_E4M3"},
 };
 
 Json read_json(const fs::path& p) {

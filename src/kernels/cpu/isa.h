@@ -54,6 +54,7 @@ inline constexpr int64_t kPanelWidth = 16;
 enum class RowFormat;
 enum class KvFormat;
 struct BlockQ8Act;
+struct Fp8Panels;
 
 // Inner loops one ISA provides. The scalar table is the reference the others are tested against.
 struct IsaKernels {
@@ -152,6 +153,15 @@ struct IsaKernels {
   void (*panel16_gemm)(const float* x, int64_t ldx, int64_t m, const float* panels,
                        int64_t num_panels, int64_t k, float* y, int64_t ldy,
                        bool accumulate) = nullptr;
+  // FP8 weights in panels (panels_fp8.h): the weights fp8_panel_weight gives, every output one
+  // fp32 FMA chain over k in order. fp8_panel_dot: y[i * ldy + 16 (g - g0) + c] = dot(x + i * ldx,
+  // row c of panel g) for i < m, g in [g0, g0 + num_panels) (decode). fp8_panel_unpack:
+  // dst[(p - p0) * 16 + c] = panel g's weight (p, c) for p in [p0, p1) (prefill: the fp32 panels
+  // panel16_gemm runs).
+  void (*fp8_panel_dot)(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k,
+                        const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) = nullptr;
+  void (*fp8_panel_unpack)(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
+                           float* dst) = nullptr;
 };
 
 // LM_CHECKs that the ISA is supported.

@@ -12,6 +12,7 @@
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/panels16.h"
+#include "kernels/cpu/panels_fp8.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -302,7 +303,9 @@ const IsaKernels& scalar_kernels() {
                                        .attend_rows_softcapped = attend_rows_softcapped,
                                        .panel16_dot = panel16_dot_scalar,
                                        .panel16_unpack = panel16_unpack_scalar,
-                                       .panel16_gemm = panel16_gemm_scalar};
+                                       .panel16_gemm = panel16_gemm_scalar,
+                                       .fp8_panel_dot = fp8_panel_dot_scalar,
+                                       .fp8_panel_unpack = fp8_panel_unpack_scalar};
   return kKernels;
 }
 

@@ -86,6 +86,27 @@ struct Ymm {
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
+  // 8 FP8 bytes as fp32 (exact): E5M2 is an fp16's top byte; E4M3FN's bits at an fp16's
+  // exponent and mantissa places read as its value / 2^8 (kernels/cpu/panels_fp8.h).
+  template <bool kE5M2>
+  static Reg load_fp8(const uint8_t* p) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (kE5M2) return _mm256_cvtph_ps(_mm_slli_epi16(b, 8));
+    const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
+    const __m128i rest = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7f)), 7);
+    return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
+  }
+  // x rounded to nearest even as a bfloat16 / an IEEE half, back in fp32 (finite x).
+  static Reg round_bf16(Reg x) {
+    const __m256i i = _mm256_castps_si256(x);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(i, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(i, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+  static Reg round_f16(Reg x) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
@@ -131,6 +152,25 @@ struct Zmm {
     const __m512i wide =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+  // 16 FP8 bytes as fp32, as Ymm::load_fp8.
+  template <bool kE5M2>
+  static Reg load_fp8(const uint8_t* p) {
+    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (kE5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(b, 8));
+    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+    const __m256i rest = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7f)), 7);
+    return _mm512_cvtph_ps(_mm256_or_si256(sign, rest));
+  }
+  static Reg round_bf16(Reg x) {
+    const __m512i i = _mm512_castps_si512(x);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(i, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    return _mm512_castsi512_ps(
+        _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+  static Reg round_f16(Reg x) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }

@@ -13,6 +13,7 @@
 #include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/panels16.h"
+#include "kernels/cpu/panels_fp8.h"
 
 namespace lm::kernels {
 namespace {
@@ -311,13 +312,15 @@ void matmul_interleaved(std::span<const InterleavedProduct> products, const Inte
                    });
 }
 
-void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, int64_t m,
-                     int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
-  LM_CHECK(m >= 0 && can_panel16(format, n, k));
-  const IsaKernels& kernels = isa_kernels(isa);
-  const auto* w_bytes = static_cast<const uint8_t*>(w);
-  const int64_t panel_bytes = k * kPanel16Rows * 2;
-  const int64_t num_panels = n / kPanel16Rows;
+namespace {
+
+// The product over weights in panels of kPanel16Rows rows (16-bit or FP8), given how a thread's
+// panels [g0, g1) are dotted straight from their stored form (decode) and how panel g's values
+// [p0, p1) of k are unpacked into fp32 (prefill).
+template <typename Dot, typename Unpack>
+void matmul_in_panels(int64_t num_panels, const float* x, float* y, int64_t m, int64_t n, int64_t k,
+                      ThreadPool& pool, const float* bias, const IsaKernels& kernels,
+                      const Dot& dot, const Unpack& unpack) {
   const auto add_bias = [&](int64_t g0, int64_t g1) {
     if (bias == nullptr) return;
     for (int64_t i = 0; i < m; ++i) {
@@ -325,10 +328,9 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
     }
   };
   if (m < kDecodeMaxRows) {
-    // Decode: memory bound on W, so each panel is streamed once in its 16-bit form.
+    // Decode: memory bound on W, so each panel is streamed once in its stored form.
     for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
-      kernels.panel16_dot(format, w_bytes + g0 * panel_bytes, g1 - g0, k, x, k, m,
-                          y + g0 * kPanel16Rows, n);
+      dot(g0, g1);
       add_bias(g0, g1);
     });
     return;
@@ -347,10 +349,8 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
         const int64_t p1 = std::min(k, p0 + kPanelDepth);
         for (int64_t g = g0; g < g1; g += kPrefillPanels) {
           const int64_t count = std::min(kPrefillPanels, g1 - g);
-          for (int64_t q = 0; q < count; ++q) {
-            kernels.panel16_unpack(format, w_bytes + (g + q) * panel_bytes, p0, p1,
-                                   panels + q * (p1 - p0) * kPanel16Rows);
-          }
+          for (int64_t q = 0; q < count; ++q)
+            unpack(g + q, p0, p1, panels + q * (p1 - p0) * kPanel16Rows);
           kernels.panel16_gemm(x + m0 * k + p0, k, mb, panels, count, p1 - p0,
                                y + m0 * n + g * kPanel16Rows, n, p0 > 0);
         }
@@ -358,6 +358,40 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
     }
     add_bias(g0, g1);
   });
+}
+
+}  // namespace
+
+void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, int64_t m,
+                     int64_t n, int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+  LM_CHECK(m >= 0 && can_panel16(format, n, k));
+  const IsaKernels& kernels = isa_kernels(isa);
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const int64_t panel_bytes = k * kPanel16Rows * 2;
+  matmul_in_panels(
+      n / kPanel16Rows, x, y, m, n, k, pool, bias, kernels,
+      [&](int64_t g0, int64_t g1) {
+        kernels.panel16_dot(format, w_bytes + g0 * panel_bytes, g1 - g0, k, x, k, m,
+                            y + g0 * kPanel16Rows, n);
+      },
+      [&](int64_t g, int64_t p0, int64_t p1, float* dst) {
+        kernels.panel16_unpack(format, w_bytes + g * panel_bytes, p0, p1, dst);
+      });
+}
+
+void matmul_fp8_panels(const Fp8Panels& w, const float* x, float* y, int64_t m, int64_t n,
+                       int64_t k, ThreadPool& pool, const float* bias, Isa isa) {
+  LM_CHECK(m >= 0 && n > 0 && n % kPanel16Rows == 0 && k > 0 && w.block_cols > 0 &&
+           w.num_blocks == (k + w.block_cols - 1) / w.block_cols);
+  const IsaKernels& kernels = isa_kernels(isa);
+  matmul_in_panels(
+      n / kPanel16Rows, x, y, m, n, k, pool, bias, kernels,
+      [&](int64_t g0, int64_t g1) {
+        kernels.fp8_panel_dot(w, g0, g1 - g0, k, x, k, m, y + g0 * kPanel16Rows, n);
+      },
+      [&](int64_t g, int64_t p0, int64_t p1, float* dst) {
+        kernels.fp8_panel_unpack(w, g, k, p0, p1, dst);
+      });
 }
 
 void matmul(RowFormat format, const void* w, int64_t w_row_bytes, const float* x, float* y,

@@ -12,6 +12,7 @@
 namespace lm::kernels {
 
 struct BlockQ8Act;  // int8_dot.h
+struct Fp8Panels;   // panels_fp8.h
 
 // w: n rows of k elements in `format`, row j at w + j * w_row_bytes. x: [m, k] fp32 row-major.
 // y: [m, n] fp32 row-major. bias: [n] fp32 or null. Work is split over n across the pool.
@@ -35,6 +36,13 @@ void matmul_q8_act(RowFormat format, const void* w, int64_t w_row_bytes, const B
 void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, int64_t m,
                      int64_t n, int64_t k, ThreadPool& pool, const float* bias = nullptr,
                      Isa isa = best_isa());
+
+// The same product for FP8 W in panels (panels_fp8.h; n a multiple of kPanel16Rows): the weights
+// as fp8_panel_weight gives them, fp32 activations, each output one FMA chain over k in order (a
+// row's outputs the same bits alone or in any batch, at every ISA level).
+void matmul_fp8_panels(const Fp8Panels& w, const float* x, float* y, int64_t m, int64_t n,
+                       int64_t k, ThreadPool& pool, const float* bias = nullptr,
+                       Isa isa = best_isa());
 
 // True when `isa` has the int8 GEMM over interleaved weight rows (interleaved_rows.h).
 bool has_interleaved_matmul(Isa isa = best_isa());

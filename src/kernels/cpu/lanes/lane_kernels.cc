@@ -23,6 +23,7 @@
 #include "kernels/cpu/lanes/gemm_panel.h"
 #include "kernels/cpu/lanes/gemm_tile.h"
 #include "kernels/cpu/lanes/panels16.h"
+#include "kernels/cpu/lanes/panels_fp8.h"
 #include "kernels/cpu/lanes/silu_mul.h"
 #include "kernels/cpu/lanes/sum_exp.h"
 #include "kernels/cpu/lanes/vector_f32.h"
@@ -45,6 +46,8 @@ void add(IsaKernels& kernels) {
   kernels.panel16_dot = lanes::panel16_dot<Wide>;
   kernels.panel16_unpack = lanes::panel16_unpack<Wide>;
   kernels.panel16_gemm = lanes::panel16_gemm<Wide>;
+  kernels.fp8_panel_dot = lanes::fp8_panel_dot<Wide>;
+  kernels.fp8_panel_unpack = lanes::fp8_panel_unpack<Wide>;
   if constexpr (Wide::kLanes == 8) {
     kernels.dot_f32 = lanes::dot_f32<Wide>;
     kernels.axpy_f32 = lanes::axpy_f32<Wide>;
