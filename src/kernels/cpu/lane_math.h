@@ -88,13 +88,14 @@ struct Ymm {
   }
   // 8 FP8 bytes as fp32 (exact): E5M2 is an fp16's top byte; E4M3FN's bits at an fp16's
   // exponent and mantissa places read as its value / 2^8 (kernels/cpu/panels_fp8.h).
+  // E4M3 sign-extended to 16 bits and shifted left by 7 has the sign at bit 15 and its other bits
+  // at 14..7, bit 14 a copy of the sign: clearing that one leaves the fp16 pattern (3 operations).
   template <bool kE5M2>
   static Reg load_fp8(const uint8_t* p) {
-    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    if constexpr (kE5M2) return _mm256_cvtph_ps(_mm_slli_epi16(b, 8));
-    const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
-    const __m128i rest = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7f)), 7);
-    return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (kE5M2) return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+    const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(b), 7);
+    return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(static_cast<int16_t>(0xbfff))));
   }
   // x rounded to nearest even as a bfloat16 / an IEEE half, back in fp32 (finite x).
   static Reg round_bf16(Reg x) {
@@ -156,11 +157,10 @@ struct Zmm {
   // 16 FP8 bytes as fp32, as Ymm::load_fp8.
   template <bool kE5M2>
   static Reg load_fp8(const uint8_t* p) {
-    const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    if constexpr (kE5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(b, 8));
-    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-    const __m256i rest = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7f)), 7);
-    return _mm512_cvtph_ps(_mm256_or_si256(sign, rest));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (kE5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
+    const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
+    return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<int16_t>(0xbfff))));
   }
   static Reg round_bf16(Reg x) {
     const __m512i i = _mm512_castps_si512(x);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cpu/lane_math.h"
 #include "kernels/cpu/lanes/panels16.h"
@@ -15,22 +16,59 @@
 namespace lm::kernels::lanes {
 namespace {
 
-template <typename V>
-typename V::Reg round16(Round16 r, typename V::Reg v) {
-  if (r == Round16::kBF16) return V::round_bf16(v);
-  if (r == Round16::kF16) return V::round_f16(v);
-  return v;
+// The roundings after the scale, as one compile-time choice (the two steps with a no-op or a
+// repeat dropped): the kernels' inner loops carry no branch for them.
+enum class Rounding : uint8_t { kNone, kBF16, kF16, kBF16ThenF16, kF16ThenBF16 };
+
+inline Rounding rounding_of(const Fp8Panels& w) {
+  Round16 first = w.round_first, second = w.round_second;
+  if (first == second || first == Round16::kNone) first = Round16::kNone;
+  if (second == Round16::kNone) std::swap(first, second);
+  if (first == Round16::kNone) {
+    return second == Round16::kBF16  ? Rounding::kBF16
+           : second == Round16::kF16 ? Rounding::kF16
+                                     : Rounding::kNone;
+  }
+  return first == Round16::kBF16 ? Rounding::kBF16ThenF16 : Rounding::kF16ThenBF16;
 }
 
 // kLanes weights of a panel row: bytes at p, times their lane scales, rounded.
-template <typename V, bool kE5M2>
-typename V::Reg fp8_weights(const Fp8Panels& w, const uint8_t* p, typename V::Reg scale) {
+template <typename V, bool kE5M2, Rounding kRound>
+typename V::Reg fp8_weights(const uint8_t* p, typename V::Reg scale) {
   const auto v = V::mul(V::template load_fp8<kE5M2>(p), scale);
-  return round16<V>(w.round_second, round16<V>(w.round_first, v));
+  if constexpr (kRound == Rounding::kBF16) return V::round_bf16(v);
+  if constexpr (kRound == Rounding::kF16) return V::round_f16(v);
+  if constexpr (kRound == Rounding::kBF16ThenF16) return V::round_f16(V::round_bf16(v));
+  if constexpr (kRound == Rounding::kF16ThenBF16) return V::round_bf16(V::round_f16(v));
+  return v;
+}
+
+// f<kE5M2, kRound>() for the weight's format and rounding.
+template <typename F>
+void with_fp8_kind(const Fp8Panels& w, const F& f) {
+  const auto by_rounding = [&]<bool kE5M2>() {
+    switch (rounding_of(w)) {
+      case Rounding::kNone:
+        return f.template operator()<kE5M2, Rounding::kNone>();
+      case Rounding::kBF16:
+        return f.template operator()<kE5M2, Rounding::kBF16>();
+      case Rounding::kF16:
+        return f.template operator()<kE5M2, Rounding::kF16>();
+      case Rounding::kBF16ThenF16:
+        return f.template operator()<kE5M2, Rounding::kBF16ThenF16>();
+      case Rounding::kF16ThenBF16:
+        return f.template operator()<kE5M2, Rounding::kF16ThenBF16>();
+    }
+  };
+  if (w.format == Fp8Format::kE5M2) {
+    by_rounding.template operator()<true>();
+  } else {
+    by_rounding.template operator()<false>();
+  }
 }
 
 // MR activation rows against NP panels from g, straight from their bytes.
-template <typename V, bool kE5M2, int MR, int NP>
+template <typename V, bool kE5M2, Rounding kRound, int MR, int NP>
 void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int64_t ldx, float* y,
                    int64_t ldy) {
   constexpr int R = kPanelRegs<V>;
@@ -60,8 +98,8 @@ void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int
       for (int q = 0; q < NP; ++q) {
 #pragma GCC unroll 2
         for (int r = 0; r < R; ++r) {
-          wv[q * R + r] = fp8_weights<V, kE5M2>(
-              w, values + q * panel_elems + p * kPanel16Rows + r * V::kLanes, scale[q * R + r]);
+          wv[q * R + r] = fp8_weights<V, kE5M2, kRound>(
+              values + q * panel_elems + p * kPanel16Rows + r * V::kLanes, scale[q * R + r]);
         }
       }
 #pragma GCC unroll 4
@@ -80,40 +118,32 @@ void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int
 }
 
 // MR rows against panels [g0, g0 + num_panels).
-template <typename V, bool kE5M2, int MR>
+template <typename V, bool kE5M2, Rounding kRound, int MR>
 void fp8_dot_rows(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k, const float* x,
                   int64_t ldx, float* y, int64_t ldy) {
   constexpr int NP = kDotPanels<V>;
   int64_t g = 0;
   for (; g + NP <= num_panels; g += NP)
-    fp8_dot_micro<V, kE5M2, MR, NP>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
+    fp8_dot_micro<V, kE5M2, kRound, MR, NP>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
   for (; g < num_panels; ++g)
-    fp8_dot_micro<V, kE5M2, MR, 1>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
-}
-
-template <typename V, bool kE5M2>
-void fp8_panel_dot_format(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k,
-                          const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4)
-    fp8_dot_rows<V, kE5M2, 4>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
-  for (; i + 2 <= m; i += 2)
-    fp8_dot_rows<V, kE5M2, 2>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
-  for (; i < m; ++i)
-    fp8_dot_rows<V, kE5M2, 1>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+    fp8_dot_micro<V, kE5M2, kRound, MR, 1>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
 }
 
 template <typename V>
 void fp8_panel_dot(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k, const float* x,
                    int64_t ldx, int64_t m, float* y, int64_t ldy) {
-  if (w.format == Fp8Format::kE5M2) {
-    fp8_panel_dot_format<V, true>(w, g0, num_panels, k, x, ldx, m, y, ldy);
-  } else {
-    fp8_panel_dot_format<V, false>(w, g0, num_panels, k, x, ldx, m, y, ldy);
-  }
+  with_fp8_kind(w, [&]<bool kE5M2, Rounding kRound>() {
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      fp8_dot_rows<V, kE5M2, kRound, 4>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+    for (; i + 2 <= m; i += 2)
+      fp8_dot_rows<V, kE5M2, kRound, 2>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+    for (; i < m; ++i)
+      fp8_dot_rows<V, kE5M2, kRound, 1>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+  });
 }
 
-template <typename V, bool kE5M2>
+template <typename V, bool kE5M2, Rounding kRound>
 void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
                        float* dst) {
   constexpr int R = kPanelRegs<V>;
@@ -128,8 +158,9 @@ void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int
     for (; p < p_end; ++p) {
 #pragma GCC unroll 2
       for (int r = 0; r < R; ++r) {
-        V::store(dst + (p - p0) * kPanel16Rows + r * V::kLanes,
-                 fp8_weights<V, kE5M2>(w, values + p * kPanel16Rows + r * V::kLanes, scale[r]));
+        V::store(
+            dst + (p - p0) * kPanel16Rows + r * V::kLanes,
+            fp8_weights<V, kE5M2, kRound>(values + p * kPanel16Rows + r * V::kLanes, scale[r]));
       }
     }
   }
@@ -139,11 +170,9 @@ void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int
 template <typename V>
 void fp8_panel_unpack(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
                       float* dst) {
-  if (w.format == Fp8Format::kE5M2) {
-    fp8_unpack_format<V, true>(w, g, k, p0, p1, dst);
-  } else {
-    fp8_unpack_format<V, false>(w, g, k, p0, p1, dst);
-  }
+  with_fp8_kind(w, [&]<bool kE5M2, Rounding kRound>() {
+    fp8_unpack_format<V, kE5M2, kRound>(w, g, k, p0, p1, dst);
+  });
 }
 
 }  // namespace
