@@ -26,11 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llm_int8 import DEV_PYTHON, OURS, PROMPT, ROOT, free_port, median, spread  # noqa: E402
-
-import time  # noqa: E402
-
-import requests  # noqa: E402
+from llm_int8 import DEV_PYTHON, OURS, PROMPT, ROOT, median, ours, spread  # noqa: E402
 
 # Runs in .venv-dev: writes the FP8 folder and its BF16 twin from a float folder.
 MAKE = r"""
@@ -99,43 +95,6 @@ print(json.dumps({"decode": decode, "prefill": prefill, "dtype": str(model.dtype
 """
 
 
-def ours(args, folder):
-    port = free_port()
-    proc = subprocess.Popen([OURS, "--model-id", folder, "--port", str(port), "--hostname", "127.0.0.1",
-                             "--num-threads", str(args.threads)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-
-    def gen(inputs, n):
-        body = {"inputs": inputs, "parameters": {"max_new_tokens": n, "details": True}}
-        t = time.perf_counter()
-        r = requests.post(url + "/generate", json=body, timeout=600).json()
-        elapsed = time.perf_counter() - t
-        assert r["details"]["generated_tokens"] == n, r["details"]  # no EOS within n
-        return elapsed
-
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited ({proc.returncode}) on {folder}")
-            try:
-                if requests.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        long_prompt = " ".join(["the"] * args.prefill_tokens)
-        gen(PROMPT, args.tokens)  # warm-up
-        decode, prefill = [], []
-        for _ in range(args.reps):
-            decode.append((args.tokens - 1) / (gen(PROMPT, args.tokens) - gen(PROMPT, 1)))
-            prefill.append(args.prefill_tokens / gen(long_prompt, 1))
-    finally:
-        proc.terminate()
-        proc.wait()
-    return {"decode": decode, "prefill": prefill}
-
-
 def weights_bytes(folder):
     out = subprocess.run([OURS, "--model-id", folder, "--dry-run", "--json-output"], capture_output=True,
                          text=True, check=True)
@@ -166,8 +125,8 @@ def main():
         sizes = {"ours_fp8": weights_bytes(fp8_dir), "ours_bf16": weights_bytes(bf16_dir)}
         runs = {"ours_fp8": [], "ours_bf16": [], "transformers_fp8": []}
         for r in range(args.rounds):
-            for name, fn in (("ours_fp8", lambda: ours(args, fp8_dir)),
-                             ("ours_bf16", lambda: ours(args, bf16_dir)),
+            for name, fn in (("ours_fp8", lambda: ours(args, model=fp8_dir)),
+                             ("ours_bf16", lambda: ours(args, model=bf16_dir)),
                              ("transformers_fp8", lambda: peer(args, fp8_dir))):
                 res = fn()
                 res = {k: ([round(x, 2) for x in v] if isinstance(v, list) else v) for k, v in res.items()}

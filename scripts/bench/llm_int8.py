@@ -66,10 +66,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ours(args, quantize):
+def ours(args, quantize=None, model=None):
+    """Our launcher serving `model` (default args.model) with --quantize `quantize` (or none):
+    decode and prefill tokens/s of args.reps timed /generate pairs after a warm-up."""
     port = free_port()
-    proc = subprocess.Popen([OURS, "--model-id", args.model, "--port", str(port), "--hostname", "127.0.0.1",
-                             "--num-threads", str(args.threads), "--quantize", quantize],
+    model = model or args.model
+    flags = ["--quantize", quantize] if quantize else []
+    proc = subprocess.Popen([OURS, "--model-id", model, "--port", str(port), "--hostname", "127.0.0.1",
+                             "--num-threads", str(args.threads), *flags],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
 
@@ -84,7 +88,7 @@ def ours(args, quantize):
     try:
         while True:
             if proc.poll() is not None:
-                raise SystemExit(f"server exited ({proc.returncode}) with --quantize {quantize}")
+                raise SystemExit(f"server exited ({proc.returncode}) on {model} with {flags}")
             try:
                 if requests.get(url + "/health", timeout=1).status_code == 200:
                     break

@@ -94,14 +94,14 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
   // ours, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k, and TGI's bitsandbytes (LLM.int8),
   // bitsandbytes-nf4 / -fp4 and eetq, quantize a float checkpoint at load.
   if (a.quantize && *a.quantize != "gptq" && *a.quantize != "awq" &&
-      *a.quantize != "compressed-tensors" && *a.quantize != "marlin" && *a.quantize != "fp8" &&
+      *a.quantize != "compressed-tensors" && *a.quantize != "marlin" &&
       !load_quantization_dtype(*a.quantize)) {
     return not_built("--quantize " + *a.quantize,
                      "of quantizing at load only the GGML block types q8_0, q4_0, q4_1, q5_0, "
                      "q5_1, q4_k, q5_k and q6_k, bitsandbytes (LLM.int8), bitsandbytes-nf4 / "
-                     "bitsandbytes-fp4 and eetq are built (fp8 and exl2 at load are issue 20); "
-                     "serve a pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, FP8, or a "
-                     "GGUF file) or one of those");
+                     "bitsandbytes-fp4, eetq and fp8 are built (exl2 is issue 20); serve a "
+                     "pre-quantized checkpoint (GPTQ, AWQ, compressed-tensors, FP8, or a GGUF "
+                     "file) or one of those");
   }
   if (a.lora_adapters) return not_built("--lora-adapters", "LoRA adapters are not built");
   if (a.kv_cache_dtype && !parse_kv_cache_dtype(*a.kv_cache_dtype)) {

@@ -36,7 +36,8 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
   app.add_option(
          "--quantize", a.quantize,
          "The checkpoint's quantization: gptq, awq, compressed-tensors, fp8, marlin (read "
-         "from config.json when unset); or bitsandbytes (LLM.int8), bitsandbytes-nf4, "
+         "from config.json when unset); or fp8 (E4M3, one scale a tensor, as TGI), "
+         "bitsandbytes (LLM.int8), bitsandbytes-nf4, "
          "bitsandbytes-fp4, eetq, q8_0, q4_0, q4_1, "
          "q5_0, q5_1, q4_k, q5_k, q6_k: a float checkpoint's Linear weights quantized at load "
          "to that format")

@@ -164,8 +164,10 @@ int run_server(const LauncherArgs& args) {
   plan.model_path = files->path;
   plan.architecture = config.architecture_name;
   plan.dtype = args.dtype;
-  const std::optional<DType> load_quantization =
-      args.quantize ? load_quantization_dtype(*args.quantize) : std::nullopt;
+  // --quantize fp8 names a pre-quantized FP8 checkpoint's format too: nothing to quantize then.
+  const std::optional<DType> load_quantization = args.quantize && (*model)->repack_summary().empty()
+                                                     ? load_quantization_dtype(*args.quantize)
+                                                     : std::nullopt;
   plan.weights = summarize_weights((*model)->weights(), *dtype, load_quantization);
   plan.rope_scaling = rope_scaling_text(config, rope->has_value());
   plan.device = *device;
@@ -178,8 +180,10 @@ int run_server(const LauncherArgs& args) {
   // bitsandbytes' NF4/FP4 have no int8 path (fp32 activations, transformers' numerics), and its
   // LLM.int8 quantizes activations its own way, exactly as bitsandbytes does: they keep the fp32
   // cache of float weights, as transformers computes with them.
+  // FP8 weights take fp32 activations too (FP8 panels).
   const bool int8_path_at_load = load_quantization && *load_quantization != DType::kNF4 &&
                                  *load_quantization != DType::kFP4 &&
+                                 *load_quantization != DType::kF8_E4M3 &&
                                  load_row_quantizer(*args.quantize) != ops::RowQuantizer::kLlmInt8;
   const DType kv_dtype =
       resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,

@@ -62,6 +62,10 @@ inline uint16_t fp32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// x rounded to nearest even as a bfloat16 / an IEEE half, back in fp32.
+inline float round_to_bf16(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
+inline float round_to_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
 // E5M2 is the top byte of an fp16 (same exponent bias, 2 of its 10 mantissa bits): exact, with
 // its infinities and NaNs.
 inline float fp8_e5m2_to_fp32(uint8_t b) { return fp16_to_fp32(static_cast<uint16_t>(b << 8)); }

@@ -9,9 +9,7 @@ namespace lm {
 namespace {
 
 float round_to(DType dtype, float x) {
-  if (dtype == DType::kBF16) return bf16_to_fp32(fp32_to_bf16(x));
-  if (dtype == DType::kF16) return fp16_to_fp32(fp32_to_fp16(x));
-  return x;
+  return dtype == DType::kBF16 ? round_to_bf16(x) : dtype == DType::kF16 ? round_to_fp16(x) : x;
 }
 
 }  // namespace

@@ -373,9 +373,7 @@ Status check_quantize_flag(const std::string& flag, const std::optional<Quantiza
   }
   if (!q) {
     return Error{"--quantize " + flag +
-                 ": the checkpoint has no quantization_config (it is not pre-quantized); "
-                 "quantizing to " +
-                 flag + " at load is not built"};
+                 ": the checkpoint has no quantization_config (it is not pre-quantized)"};
   }
   const std::string method = quant_method_name(q->method);
   // marlin: TGI's GPU kernel for GPTQ/AWQ weights; fp8 names FP8 compressed-tensors too (TGI

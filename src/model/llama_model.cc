@@ -93,7 +93,9 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
   if (is_directory(path)) {
     LM_ASSIGN_OR_RETURN(model->config_, load_hf_config(path));
     LM_ASSIGN_OR_RETURN(auto quantization, read_quantization_config(path));
-    if (options.quantize && load_quantization_dtype(*options.quantize)) {
+    // fp8 also names an FP8 checkpoint's format (TGI's manifests set it for those).
+    const bool names_checkpoint = options.quantize && *options.quantize == "fp8" && quantization;
+    if (options.quantize && load_quantization_dtype(*options.quantize) && !names_checkpoint) {
       if (quantization) {
         return Error{"--quantize " + *options.quantize + ": " + path + " is already quantized (" +
                      quant_method_name(quantization->method) +
@@ -134,6 +136,7 @@ void LlamaModel::convert_float_weights(DType dtype, ThreadPool& pool) {
 }
 
 void LlamaModel::pack_fp8_weights() {
+  LM_CHECK_MSG(fp8_weights_.view().empty(), "FP8 weights are packed once");
   std::vector<Tensor*> fp8;
   for (LlamaLayerWeights& layer : weights_.layers)
     for (Tensor* w : layer.linears())
@@ -147,9 +150,13 @@ void LlamaModel::pack_fp8_weights() {
   for (Tensor* w : fp8) {
     const Tensor source = *w;
     ops::pack_fp8_weight(*w, dst, fp8_scales_.emplace_back());
-    drop_file_pages(source);
+    // Rows quantized at load (--quantize fp8) lie in an arena of ours, freed whole below.
+    if (!in_buffer(source, quantized_weights_)) drop_file_pages(source);
     dst += (w->numel() + 63) / 64 * 64;
   }
+  // Every matrix quantized at load now has its panels: the rows are not held twice.
+  if (std::ranges::none_of(fp8, [&](const Tensor* w) { return in_buffer(*w, quantized_weights_); }))
+    quantized_weights_ = Buffer();
 }
 
 void LlamaModel::drop_file_pages(const Tensor& source) const {
@@ -160,8 +167,11 @@ int64_t LlamaModel::quantize_float_weights(DType block, ThreadPool& pool,
                                            ops::RowQuantizer quantizer) {
   LM_CHECK_MSG(prepared_weights_.view().empty() && converted_weights_.view().empty(),
                "weights are quantized once, before they are converted or prepared for the CPU");
-  return lm::quantize_float_weights(weights_, block, quantizer, quantized_weights_, pool,
-                                    [&](const Tensor& source) { drop_file_pages(source); });
+  const int64_t n = lm::quantize_float_weights(
+      weights_, block, quantizer, quantized_weights_, pool,
+      [&](const Tensor& source) { drop_file_pages(source); }, &fp8_scales_);
+  if (quantizer == ops::RowQuantizer::kFp8Tensor) pack_fp8_weights();
+  return n;
 }
 
 int64_t LlamaModel::workspace_bytes_per_token(const ModelConfig& c) {

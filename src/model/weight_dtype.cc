@@ -146,30 +146,50 @@ std::optional<DType> load_quantization_dtype(std::string_view flag) {
   if (flag == "bitsandbytes-nf4") return DType::kNF4;
   if (flag == "bitsandbytes-fp4") return DType::kFP4;
   if (flag == "eetq" || flag == "bitsandbytes") return DType::kQ8_0;
+  if (flag == "fp8") return DType::kF8_E4M3;
   return std::nullopt;
 }
 
 ops::RowQuantizer load_row_quantizer(std::string_view flag) {
   if (flag == "eetq") return ops::RowQuantizer::kEetq;
   if (flag == "bitsandbytes") return ops::RowQuantizer::kLlmInt8;
+  if (flag == "fp8") return ops::RowQuantizer::kFp8Tensor;
   return ops::RowQuantizer::kBlockType;
 }
 
 int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer quantizer,
                                Buffer& arena, ThreadPool& pool,
-                               const std::function<void(const Tensor& source)>& quantized) {
+                               const std::function<void(const Tensor& source)>& quantized,
+                               std::deque<Fp8Scales>* fp8_scales) {
   const std::vector<Target<Tensor>> targets = to_quantize(w, block);
+  const bool fp8 = quantizer == ops::RowQuantizer::kFp8Tensor;
+  LM_CHECK(!fp8 || fp8_scales != nullptr);
+  // The floats written after each matrix: LLM.int8's absmax a row, FP8's one scale.
+  const auto scales_of = [](const Tensor& t, DType dtype, void* dst) {
+    return reinterpret_cast<float*>(static_cast<uint8_t*>(dst) +
+                                    aligned(converted_bytes(t, dtype)));
+  };
   reencode_into_arena(
       targets, arena, pool,
-      [quantizer](const Tensor& t, DType dtype, void* dst) {
-        float* row_absmax = nullptr;
-        if (quantizer == ops::RowQuantizer::kLlmInt8) {
-          row_absmax = reinterpret_cast<float*>(static_cast<uint8_t*>(dst) +
-                                                aligned(converted_bytes(t, dtype)));
-        }
-        return ops::quantize_weight(t, dtype, dst, quantizer, row_absmax);
+      [&](const Tensor& t, DType dtype, void* dst) {
+        float* scales = nullptr;
+        if (quantizer == ops::RowQuantizer::kLlmInt8 || fp8) scales = scales_of(t, dtype, dst);
+        return ops::quantize_weight(t, dtype, dst, quantizer, scales);
       },
-      quantized, quantizer == ops::RowQuantizer::kLlmInt8 ? 1 : 0);
+      quantized, quantizer == ops::RowQuantizer::kLlmInt8 || fp8 ? 1 : 0);
+  if (fp8) {
+    // One scale a tensor, applied in fp32 with no rounding after it (TGI multiplies in fp32).
+    for (const Target<Tensor>& t : targets) {
+      Fp8Scales& s = fp8_scales->emplace_back();
+      s.grid = {*scales_of(*t.tensor, t.dtype, t.tensor->data)};
+      s.block_rows = t.tensor->dim(0);
+      s.block_cols = t.tensor->dim(1);
+      s.grid_cols = 1;
+      s.round_first = DType::kF32;
+      s.round_to = DType::kF32;
+      t.tensor->fp8_scales = &s;
+    }
+  }
   return static_cast<int64_t>(targets.size());
 }
 

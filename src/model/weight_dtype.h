@@ -3,6 +3,7 @@
 // (in TGI --dtype of a quantized model names the activations' dtype, which here is always fp32).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,10 +33,11 @@ WeightsSummary summarize_weights(const LlamaWeights& w, std::optional<DType> dty
 // "q5_0", "q5_1", "q4_k", "q5_k", "q6_k" (as llama.cpp's quantize does offline), and TGI's
 // "bitsandbytes-nf4" / "bitsandbytes-fp4" -> their block type, TGI's "eetq" -> Q8_0 (EETQ's
 // per-channel int8 values and fp16 scales are exactly Q8_0 blocks) and "bitsandbytes" (LLM.int8)
-// -> Q8_0 (its int8 values in blocks of scale 1, the rows' absmax beside); nullopt for any other.
+// -> Q8_0 (its int8 values in blocks of scale 1, the rows' absmax beside), TGI's "fp8" -> F8_E4M3
+// (one scale a tensor); nullopt for any other.
 std::optional<DType> load_quantization_dtype(std::string_view flag);
 // How --quantize `flag` writes its block type's rows: EETQ's quantizer for "eetq", LLM.int8's for
-// "bitsandbytes", the type's own for the others.
+// "bitsandbytes", TGI's per-tensor FP8 one for "fp8", the type's own for the others.
 ops::RowQuantizer load_row_quantizer(std::string_view flag);
 
 // Quantizes every float Linear matrix that --quantize quantizes to `block` (the layers' Linears
@@ -45,9 +47,12 @@ ops::RowQuantizer load_row_quantizer(std::string_view flag);
 // here, one huge-page buffer), matrices spread over `pool`, and repoints them there; `quantized` is
 // called with each source afterwards, from the pool's threads. Returns how many matrices were
 // quantized.
+// For kFp8Tensor (F8_E4M3) each quantized matrix's Fp8Scales are appended to `fp8_scales`
+// (required then) and the matrix points at them; its rows still need packing into FP8 panels.
 int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer quantizer,
                                Buffer& arena, ThreadPool& pool,
-                               const std::function<void(const Tensor& source)>& quantized = {});
+                               const std::function<void(const Tensor& source)>& quantized = {},
+                               std::deque<Fp8Scales>* fp8_scales = nullptr);
 
 // Converts every float matrix whose dtype differs from `dtype` into `arena` (allocated here, one
 // huge-page buffer), matrices spread over `pool`, and repoints them there; `converted` is called

@@ -1,11 +1,15 @@
 #include "ops/convert_weight.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "base/fp16.h"
 #include "kernels/cpu/eetq.h"
+#include "kernels/cpu/fp8_quantize.h"
 #include "kernels/cpu/llm_int8.h"
+#include "kernels/cpu/panels16.h"
 #include "kernels/cpu/row_format.h"
 #include "ops/linear.h"
 
@@ -62,6 +66,7 @@ bool is_load_quantization_dtype(DType dtype) {
     case DType::kQ6_K:
     case DType::kNF4:
     case DType::kFP4:
+    case DType::kF8_E4M3:
       return true;
     default:
       return false;
@@ -89,6 +94,9 @@ std::optional<DType> load_quantization_target(const Tensor& w, DType requested) 
       !is_float_weight_dtype(w.dtype)) {
     return std::nullopt;
   }
+  if (requested == DType::kF8_E4M3) {  // run as FP8 panels of 16 rows (kernels/cpu/panels_fp8.h)
+    return w.dim(0) % kernels::kPanel16Rows == 0 ? std::optional<DType>(requested) : std::nullopt;
+  }
   if (rows_are_blocks(w, requested)) return requested;
   const std::optional<DType> fallback = kquant_fallback(requested);
   if (fallback && rows_are_blocks(w, *fallback)) return fallback;
@@ -96,19 +104,35 @@ std::optional<DType> load_quantization_target(const Tensor& w, DType requested) 
 }
 
 Tensor quantize_weight(const Tensor& w, DType block, void* dst, RowQuantizer quantizer,
-                       float* row_absmax) {
+                       float* scales) {
   LM_CHECK(load_quantization_target(w, block) == block);
+  if (quantizer == RowQuantizer::kFp8Tensor) {
+    LM_CHECK(block == DType::kF8_E4M3 && scales != nullptr);
+    // TGI computes in the weight's dtype; its values are exact in fp32.
+    const kernels::Round16 dtype = w.dtype == DType::kBF16  ? kernels::Round16::kBF16
+                                   : w.dtype == DType::kF16 ? kernels::Round16::kF16
+                                                            : kernels::Round16::kNone;
+    float absmax = 0.0f;
+    encode_rows(w, block, dst, [&](const float* row, void*, int64_t cols) {
+      for (int64_t i = 0; i < cols; ++i) absmax = std::max(absmax, std::abs(row[i]));
+    });
+    const float scale = kernels::fp8_tensor_scale(absmax, dtype);
+    scales[0] = 1.0f / scale;
+    return encode_rows(w, block, dst, [&](const float* row, void* out_row, int64_t cols) {
+      kernels::quantize_row_fp8(row, cols, scale, dtype, static_cast<uint8_t*>(out_row));
+    });
+  }
   if (quantizer == RowQuantizer::kEetq) {
     LM_CHECK(block == DType::kQ8_0);
     return encode_rows(w, block, dst, kernels::quantize_row_eetq);
   }
   if (quantizer == RowQuantizer::kLlmInt8) {
-    LM_CHECK(block == DType::kQ8_0 && row_absmax != nullptr);
+    LM_CHECK(block == DType::kQ8_0 && scales != nullptr);
     int64_t row = 0;  // encode_rows writes the rows in order
     Tensor out = encode_rows(w, block, dst, [&](const float* src, void* out_row, int64_t cols) {
-      row_absmax[row++] = kernels::quantize_row_llm_int8(src, out_row, cols);
+      scales[row++] = kernels::quantize_row_llm_int8(src, out_row, cols);
     });
-    out.int8_row_absmax = row_absmax;
+    out.int8_row_absmax = scales;
     return out;
   }
   using Quantizer = void (*)(const float*, void*, int64_t);

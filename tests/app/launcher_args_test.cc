@@ -46,14 +46,16 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
     a.quantize = prequantized;  // checked against the checkpoint at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << prequantized;
   }
-  for (const char* at_load : {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k",
-                              "bitsandbytes", "bitsandbytes-nf4", "bitsandbytes-fp4", "eetq"}) {
+  for (const char* at_load :
+       {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "bitsandbytes",
+        "bitsandbytes-nf4", "bitsandbytes-fp4", "eetq", "fp8"}) {
     a.quantize = at_load;  // ours: a float checkpoint quantized at load
     EXPECT_TRUE(check_launcher_args(a).ok()) << at_load;
   }
   a.quantize = "q2_k";
   EXPECT_NE(
-      check_error(a).find("bitsandbytes (LLM.int8), bitsandbytes-nf4 / bitsandbytes-fp4 and eetq"),
+      check_error(a).find(
+          "bitsandbytes (LLM.int8), bitsandbytes-nf4 / bitsandbytes-fp4, eetq and fp8 are built"),
       std::string::npos);
   a = {};
   a.num_shard = 2;

@@ -471,6 +471,19 @@ BIN_FIXTURE = ROOT / "tests/fixtures/torch_bin/tiny_llama"
 BIN_REFERENCE = ROOT / "tests/fixtures/torch_bin/reference/tiny_llama/model.safetensors"
 
 
+def dry_run(folder: Path, env: dict, *extra) -> subprocess.CompletedProcess:
+    """The launcher's --dry-run --json-output on a local folder."""
+    return subprocess.run([str(LAUNCHER), "--model-id", str(folder), "--dry-run", "--json-output",
+                           *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def dry_run_plan(folder: Path, env: dict, *extra) -> dict:
+    """The start plan --dry-run prints, for a folder it accepts."""
+    p = dry_run(folder, env, *extra)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def greedy_text(server, prompt: str) -> str:
     r = server.post("/generate", {"inputs": prompt, "parameters": {"max_new_tokens": 12}})
     assert r.status_code == 200, r.text
@@ -544,16 +557,11 @@ def test_quantize_at_load_serves_a_float_folder_in_ggml_blocks(tmp_path, hub, ca
     folder = local_bin_fixture(tmp_path / "float-local", "model.safetensors", BIN_REFERENCE)
     env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
 
-    def plan(*extra):
-        p = subprocess.run([str(LAUNCHER), "--model-id", str(folder), "--dry-run", "--json-output",
-                            *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0, p.stdout + p.stderr
-        return json.loads(p.stdout.strip().splitlines()[-1])
-
     # 9216 BF16 Linear weights (q 32x32, k and v 16x32, o 32x32, gate and up 64x32, down 32x64;
     # the tied table stays BF16): 18432 bytes, as Q8_0 288 blocks of 34 bytes, 9792.
-    float_bytes = plan()["memory"]["weights_bytes"]
-    assert float_bytes - plan("--quantize", "q8_0")["memory"]["weights_bytes"] == 18432 - 9792
+    float_bytes = dry_run_plan(folder, env)["memory"]["weights_bytes"]
+    q8_bytes = dry_run_plan(folder, env, "--quantize", "q8_0")["memory"]["weights_bytes"]
+    assert float_bytes - q8_bytes == 18432 - 9792
     with launch_server(["--model-id", str(folder)], env={**env, "QUANTIZE": "q8_0"},
                        use_flags_for_port=False, timeout=60) as server:
         text = greedy_text(server, "the cat")
@@ -575,19 +583,13 @@ def test_an_fp8_checkpoint_serves_from_its_fp8_bytes(tmp_path, hub, cache):
         (folder / name).write_bytes(data)
     env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
 
-    def plan(*extra):
-        p = subprocess.run([str(LAUNCHER), "--model-id", str(folder), "--dry-run", "--json-output",
-                            *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-        return p.returncode, p.stdout + p.stderr
-
-    rc, out = plan()
-    assert rc == 0, out
     # 14 Linears of hidden 128, MLP 256 (q 128x128, k and v 64x128, o 128x128, gate/up/down
     # 256x128 each), 2 layers: 2 x 139264 weights, held as the file's FP8 bytes (1 byte each), not
     # dequantized into BF16 (2 bytes).
-    memory = json.loads(out.strip().splitlines()[-1])["memory"]
-    rc, gptq = plan("--quantize", "gptq")
-    assert rc != 0 and "the checkpoint is quantized with fp8" in gptq, gptq
+    memory = dry_run_plan(folder, env)["memory"]
+    gptq = dry_run(folder, env, "--quantize", "gptq")
+    assert gptq.returncode != 0, gptq
+    assert "the checkpoint is quantized with fp8" in gptq.stdout + gptq.stderr, gptq
     texts = []
     for extra in ({"QUANTIZE": "fp8"}, {}):
         with launch_server(["--model-id", str(folder)], env={**env, **extra},
@@ -600,6 +602,27 @@ def test_an_fp8_checkpoint_serves_from_its_fp8_bytes(tmp_path, hub, cache):
     table_bytes = 2 * 384 * 128 * 2  # the BF16 embeddings and LM head
     assert linear_weights + table_bytes <= memory["weights_bytes"], memory
     assert memory["weights_bytes"] < 2 * linear_weights + table_bytes, memory
+
+
+def test_quantize_fp8_at_load_serves_a_float_folder_in_fp8(tmp_path, hub, cache):
+    """QUANTIZE=fp8 (TGI's value) on a float HF folder: each Linear to E4M3 with one scale a
+    tensor, as TGI's fp8_quantize (tests/model/load_options_test.cc checks the bytes and the logits
+    against transformers); the launcher says what it quantized and the plan counts 1 byte a
+    weight."""
+    folder = local_bin_fixture(tmp_path / "float-local", "model.safetensors", BIN_REFERENCE)
+    env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
+
+    # 9216 BF16 Linear weights (every Linear's rows a multiple of 16): 18432 bytes, in FP8 9216;
+    # fp32 activations, so the KV cache stays fp32 as for float weights.
+    fp8_plan = dry_run_plan(folder, env, "--quantize", "fp8")
+    float_bytes = dry_run_plan(folder, env)["memory"]["weights_bytes"]
+    assert float_bytes - fp8_plan["memory"]["weights_bytes"] == 9216
+    assert fp8_plan["kv_cache_dtype"] == "fp32", fp8_plan
+    with launch_server(["--model-id", str(folder)], env={**env, "QUANTIZE": "fp8"},
+                       use_flags_for_port=False, timeout=60) as server:
+        assert greedy_text(server, "the cat")
+        log = server.stdout() + server.stderr()
+        assert re.search(r"--quantize fp8: quantized [1-9]\d* float weight matrices", log), log
 
 
 def test_a_malicious_pickle_is_refused_and_runs_nothing(hub, cache):

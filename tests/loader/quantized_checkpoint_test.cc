@@ -663,9 +663,7 @@ TEST(QuantizationConfig, QuantizeFlagMustNameTheCheckpointsMethod) {
   ct.schemes[0].float_weights = true;
   EXPECT_TRUE(check_quantize_flag("fp8", ct).ok());
   EXPECT_TRUE(check_quantize_flag("compressed-tensors", ct).ok());
-  EXPECT_NE(check_quantize_flag("fp8", std::nullopt)
-                .error()
-                .message.find("quantizing to fp8 at load is not built"),
+  EXPECT_NE(check_quantize_flag("fp8", std::nullopt).error().message.find("no quantization_config"),
             std::string::npos);
 }
 

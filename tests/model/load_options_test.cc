@@ -16,10 +16,12 @@
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu/eetq.h"
+#include "kernels/cpu/fp8_quantize.h"
 #include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 #include "model/llama_model.h"
+#include "ops/linear.h"
 #include "runtime/model_executor.h"
 #include "sequence_forward.h"
 
@@ -322,6 +324,54 @@ TEST(LoadOptions, EetqAtLoadComputesWhatTransformersComputes) {
   }
   const Agreement a = agreement(**model, read_json(kFixtures / "smollm2-eetq.json"));
   std::printf("eetq: max relative logit difference %.2g, greedy equal in %zu of %zu cases\n",
+              a.max_rel, a.greedy_equal, a.cases);
+  EXPECT_LT(a.max_rel, 1e-4);
+  EXPECT_EQ(a.greedy_equal, a.cases);
+}
+
+// TGI's --quantize fp8 on the default model's float copy: every Linear (not the tied head) in
+// E4M3 with one scale a tensor, as TGI's fp8_quantize makes them
+// (tests/kernels/fp8_quantize_test.cc pins the quantizer), run as FP8 panels; and the model
+// computes what transformers computes in fp32 with those weights, fp8 * scale
+// (scripts/fixtures/make_fp8_references.py).
+TEST(LoadOptions, Fp8AtLoadComputesWhatTransformersComputes) {
+  const fs::path source = kTestModels / "smollm2-f32";
+  if (!fs::exists(source / "config.json")) GTEST_SKIP() << "no " << source;
+  auto reference = LlamaModel::load(source.string());
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  const Tensor f32 = (*reference)->weights().layers[5].gate_proj;
+  auto model = LlamaModel::load(source.string(), {.rope_scaling = {}, .quantize = "fp8"});
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ASSERT_EQ(load_quantization_dtype("fp8"), DType::kF8_E4M3);
+  ASSERT_EQ(load_row_quantizer("fp8"), ops::RowQuantizer::kFp8Tensor);
+  ThreadPool pool(2);
+  EXPECT_EQ((*model)->quantize_float_weights(DType::kF8_E4M3, pool, ops::RowQuantizer::kFp8Tensor),
+            30 * 7);
+  EXPECT_EQ(summarize_weights((*model)->weights()).stored_dtypes, "F32, F8_E4M3");
+  const Tensor& gate = (*model)->weights().layers[5].gate_proj;
+  ASSERT_EQ(gate.dtype, DType::kF8_E4M3);
+  ASSERT_EQ(gate.layout, WeightLayout::kPanels16);
+  ASSERT_NE(gate.fp8_scales, nullptr);
+  ASSERT_EQ(gate.fp8_scales->grid.size(), 1u);
+  // The weights the kernels use: TGI's bytes times the stored scale, in fp32.
+  const int64_t rows = f32.dim(0), cols = f32.dim(1);
+  float absmax = 0.0f;
+  for (int64_t i = 0; i < rows * cols; ++i) absmax = std::max(absmax, std::abs(f32.as<float>()[i]));
+  const float scale = kernels::fp8_tensor_scale(absmax, kernels::Round16::kNone);
+  EXPECT_EQ(gate.fp8_scales->grid[0], 1.0f / scale);
+  const std::vector<float> ours = ops::to_f32(gate);
+  std::vector<uint8_t> q(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; r += 61) {
+    kernels::quantize_row_fp8(f32.as<float>() + r * cols, cols, scale, kernels::Round16::kNone,
+                              q.data());
+    for (int64_t k = 0; k < cols; ++k) {
+      ASSERT_EQ(ours[static_cast<size_t>(r * cols + k)],
+                fp8_e4m3_to_fp32(q[static_cast<size_t>(k)]) * (1.0f / scale))
+          << r << "," << k;
+    }
+  }
+  const Agreement a = agreement(**model, read_json(kFixtures / "smollm2-fp8.json"));
+  std::printf("fp8: max relative logit difference %.2g, greedy equal in %zu of %zu cases\n",
               a.max_rel, a.greedy_equal, a.cases);
   EXPECT_LT(a.max_rel, 1e-4);
   EXPECT_EQ(a.greedy_equal, a.cases);

@@ -7,15 +7,12 @@
 #include "base/fp16.h"
 
 namespace lm::kernels {
-namespace {
 
 float round16(Round16 r, float v) {
-  if (r == Round16::kBF16) return bf16_to_fp32(fp32_to_bf16(v));
-  if (r == Round16::kF16) return fp16_to_fp32(fp32_to_fp16(v));
+  if (r == Round16::kBF16) return round_to_bf16(v);
+  if (r == Round16::kF16) return round_to_fp16(v);
   return v;
 }
-
-}  // namespace
 
 uint16_t fp8_as_fp16_bits(uint8_t b, Fp8Format format) {
   if (format == Fp8Format::kE5M2) return static_cast<uint16_t>(b << 8);

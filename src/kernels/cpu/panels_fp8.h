@@ -33,6 +33,9 @@ struct Fp8Panels {
   int64_t num_blocks = 1;  // ceil(k / block_cols)
 };
 
+// v rounded as `r` says.
+float round16(Round16 r, float v);
+
 // An FP8 byte as fp32 up to the format's constant factor: E5M2 is the top byte of an fp16
 // (factor 1); E4M3FN's bits read at an fp16's exponent and mantissa places are its value / 2^8,
 // subnormals included (its NaN, 0x7f, must not occur). Exact.
