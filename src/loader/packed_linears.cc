@@ -418,7 +418,6 @@ Result<Fp8Linear> read_fp8_linear(const QuantizationConfig& q,
                                " weights in blocks of " + std::to_string(block_rows) + " x " +
                                std::to_string(block_cols) + " (mismatched scale or block size)");
   }
-  w.scale_dtype = s->dtype;
   w.scales.resize(static_cast<size_t>(grid_rows * w.grid_cols));
   for (int64_t i = 0; i < grid_rows * w.grid_cols; ++i) {
     const float v = scale_at(*s, i);

@@ -274,20 +274,6 @@ Status parse_fp8(const Json& j, QuantizationConfig& q) {
   return {};
 }
 
-// config.json's torch_dtype (transformers 4) or dtype (5): bfloat16 when absent.
-Result<DType> model_dtype(const Json& root, const std::string& origin) {
-  for (const char* key : {"torch_dtype", "dtype"}) {
-    if (!root.contains(key) || !root[key].is_string()) continue;
-    const std::string name = root[key].get<std::string>();
-    if (name == "bfloat16") return DType::kBF16;
-    if (name == "float16") return DType::kF16;
-    if (name == "float32") return DType::kF32;
-    return Error{origin + ": " + key + " \"" + name +
-                 "\" is not bfloat16, float16 or float32 (the dtype FP8 weights are read into)"};
-  }
-  return DType::kBF16;
-}
-
 }  // namespace
 
 const char* quant_method_name(QuantMethod method) {
@@ -346,13 +332,6 @@ Result<std::optional<QuantizationConfig>> parse_quantization_config(const std::s
                  "\" is not supported (gptq, awq, compressed-tensors, fp8 and fbgemm_fp8 "
                  "checkpoints are; bitsandbytes-, EETQ- and EXL2-saved ones and others are not "
                  "built)"};
-  }
-  const bool fp8_weights =
-      q.method == QuantMethod::kFp8 ||
-      std::any_of(q.schemes.begin(), q.schemes.end(),
-                  [](const CompressedTensorsScheme& s) { return s.float_weights; });
-  if (fp8_weights) {
-    LM_ASSIGN_OR_RETURN(q.model_dtype, model_dtype(root, origin));
   }
   return std::optional<QuantizationConfig>{std::move(q)};
 }

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "base/result.h"
-#include "tensor/dtype.h"
 
 namespace lm {
 
@@ -55,9 +54,6 @@ struct QuantizationConfig {
   // weight_block_size (0: the scale's shape says: one per tensor, or one per row).
   std::string fp8_method;
   int64_t fp8_block_rows = 0, fp8_block_cols = 0;
-  // The model's dtype (config.json's torch_dtype / dtype; bfloat16 when absent): what FP8
-  // weights are dequantized into, as transformers and compressed-tensors do on the CPU.
-  DType model_dtype = DType::kBF16;
 };
 
 // Reads `config` (config.json's text, from `origin`) and, when it has none, quantize_config.json

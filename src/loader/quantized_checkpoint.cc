@@ -120,11 +120,7 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
     RepackedLinear repacked;
     if (fp8) {
       LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
-      // compressed-tensors multiplies in the scale's dtype; transformers' FP8 dequantization
-      // in fp32, both then cast to the model's dtype.
-      const bool ct = scheme != nullptr;
-      repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w, q.model_dtype, ct)
-                                             : dequantize_fp8_linear(w, q.model_dtype, ct);
+      repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w) : dequantize_fp8_linear(w);
       ++num_fp8;
     } else {
       Result<IntegerLinear> w = Error{};
@@ -162,13 +158,12 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
   summary.text =
       what + ": " + std::to_string(modules.size()) + " quantized Linears repacked (" + held + ")";
   if (num_fp8 > 0) {
-    summary.text += "; FP8 weights as the model's " + std::string(dtype_name(q.model_dtype)) +
-                    " values transformers dequantizes them to on a CPU, computed from their bytes "
-                    "(Linears whose rows are not a multiple of " +
-                    std::to_string(kFp8PanelRows) + " dequantized at load)";
+    summary.text +=
+        "; FP8 weights times their scales in fp32, computed from their bytes (F32: "
+        "Linears whose rows are not a multiple of " +
+        std::to_string(kFp8PanelRows) + ", dequantized at load)";
   }
-  if (summary.num_by_dtype.contains(DType::kF32) &&
-      num_fp8 < static_cast<int64_t>(modules.size())) {
+  if (summary.num_by_dtype.contains(DType::kF32) && num_fp8 == 0) {
     summary.text +=
         "; F32 ones had no exact block format (group not a multiple of 32, scales not fp16, or "
         "an 8-bit zero-point) and stream 4 bytes a weight";

@@ -178,15 +178,13 @@ int64_t quantize_float_weights(LlamaWeights& w, DType block, ops::RowQuantizer q
       },
       quantized, quantizer == ops::RowQuantizer::kLlmInt8 || fp8 ? 1 : 0);
   if (fp8) {
-    // One scale a tensor, applied in fp32 with no rounding after it (TGI multiplies in fp32).
+    // One scale a tensor, applied in fp32 (as TGI's FP8 kernels apply it).
     for (const Target<Tensor>& t : targets) {
       Fp8Scales& s = fp8_scales->emplace_back();
       s.grid = {*scales_of(*t.tensor, t.dtype, t.tensor->data)};
       s.block_rows = t.tensor->dim(0);
       s.block_cols = t.tensor->dim(1);
       s.grid_cols = 1;
-      s.round_first = DType::kF32;
-      s.round_to = DType::kF32;
       t.tensor->fp8_scales = &s;
     }
   }

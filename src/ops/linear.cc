@@ -115,18 +115,8 @@ kernels::Fp8Panels fp8_panels(const Tensor& w) {
   LM_CHECK_MSG(w.fp8_scales != nullptr && w.layout == WeightLayout::kPanels16,
                "an FP8 weight runs in panels (ops::pack_fp8_weight)");
   const Fp8Scales& s = *w.fp8_scales;
-  const auto round16 = [](DType d) {
-    return d == DType::kBF16  ? kernels::Round16::kBF16
-           : d == DType::kF16 ? kernels::Round16::kF16
-                              : kernels::Round16::kNone;
-  };
   return {w.dtype == DType::kF8_E5M2 ? kernels::Fp8Format::kE5M2 : kernels::Fp8Format::kE4M3,
-          round16(s.round_first),
-          round16(s.round_to),
-          static_cast<const uint8_t*>(w.data),
-          s.lanes.data(),
-          s.block_cols,
-          s.grid_cols};
+          static_cast<const uint8_t*>(w.data), s.lanes.data(), s.block_cols, s.grid_cols};
 }
 
 }  // namespace

@@ -24,18 +24,15 @@ int64_t num_elements(const Shape& shape);
 // (kernels/cpu/panels16.h); only the ops::linear functions read the last two.
 enum class WeightLayout : uint8_t { kRows, kInterleaved8, kPanels16 };
 
-// The scales of an FP8 weight (an FP8 checkpoint's Linear, loader/fp8_linear.h): weight (j, p) is
-// its FP8 value times its scale in fp32, rounded to round_first (when not F32: compressed-tensors
-// multiplies in the scale's dtype) and then to round_to (the model's dtype; F32: not rounded), the
-// bits the checkpoint's library holds after dequantizing it on a CPU. In rows (as loaded) the
-// scales are `grid`, [ceil(rows / block_rows), grid_cols], each covering block_rows x block_cols
-// (cut at the edges); in panels (layout kPanels16, as the CPU runs it: ops::pack_fp8_weight)
-// `lanes` also holds them spread over each panel's rows (kernels/cpu/panels_fp8.h).
+// The scales of an FP8 weight (an FP8 checkpoint's Linear, loader/fp8_linear.h, or one quantized
+// by --quantize fp8): weight (j, p) is its FP8 value times its scale in fp32. In rows (as loaded)
+// the scales are `grid`, [ceil(rows / block_rows), grid_cols], each covering block_rows x
+// block_cols (cut at the edges); in panels (layout kPanels16, as the CPU runs it:
+// ops::pack_fp8_weight) `lanes` also holds them spread over each panel's rows
+// (kernels/cpu/panels_fp8.h).
 struct Fp8Scales {
   std::vector<float> grid;
   int64_t block_rows = 1, block_cols = 1, grid_cols = 1;
-  DType round_first = DType::kF32;
-  DType round_to = DType::kBF16;
   std::vector<float> lanes;
 };
 

@@ -575,8 +575,8 @@ def test_an_fp8_checkpoint_serves_from_its_fp8_bytes(tmp_path, hub, cache):
     weight_scale_inv, made by scripts/fixtures/make_quantized_checkpoints.py) serves with
     QUANTIZE=fp8 as TGI's manifests set it, and without it; the log says what its Linears became
     and the plan counts them at 1 byte a weight (tests/model/quantized_checkpoint_test.cc checks
-    the weights the kernels use against transformers' own dequantization, bit for bit, and the
-    logits against transformers)."""
+    the weights the kernels use against transformers' own dequantization and the logits against
+    transformers)."""
     folder = tmp_path / "fp8"
     shutil.copytree(ROOT / "tests/fixtures/quantized/fp8_block_32", folder)
     for name, data in tiny_tokenizer_files().items():

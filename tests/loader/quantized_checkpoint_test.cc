@@ -399,14 +399,12 @@ TEST(QuantizationConfig, ReadsFp8Methods) {
   EXPECT_EQ((*q)->fp8_method, "fp8");
   EXPECT_EQ((*q)->fp8_block_rows, 128);
   EXPECT_EQ((*q)->fp8_block_cols, 64);
-  EXPECT_EQ((*q)->model_dtype, DType::kF16);
   auto fbgemm = parse_quantization_config(
       R"({"quantization_config": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0}})",
       "config.json", "/nonexistent");
   ASSERT_TRUE(fbgemm.ok()) << fbgemm.error().message;
   EXPECT_EQ((*fbgemm)->fp8_method, "fbgemm_fp8");
   EXPECT_EQ((*fbgemm)->fp8_block_rows, 0);
-  EXPECT_EQ((*fbgemm)->model_dtype, DType::kBF16);  // no torch_dtype: transformers' bf16
   auto ct = parse_quantization_config(
       R"({"dtype": "bfloat16", "quantization_config": {"quant_method": "compressed-tensors",
           "format": "float-quantized", "config_groups": {"group_0": {"targets": ["Linear"],
@@ -425,9 +423,8 @@ TEST(QuantizationConfig, ReadsFp8Methods) {
                              "input_activations": {"num_bits": 8, "type": "int"}}}})")
                 .find("input_activations must be of type \"float\" with float weights"),
             std::string::npos);
-  EXPECT_NE(config_error(
-                R"({"quant_method": "fp8", "activation_scheme": "dynamic"}, "torch_dtype": "int8")")
-                .find("torch_dtype \"int8\" is not bfloat16, float16 or float32"),
+  EXPECT_NE(config_error(R"({"quant_method": "fp8", "activation_scheme": "per-block"})")
+                .find("activation_scheme is \"per-block\": dynamic or static"),
             std::string::npos);
 }
 
@@ -491,30 +488,20 @@ QuantizationConfig fp8_config(int64_t block_rows = 0, int64_t block_cols = 0) {
   return q;
 }
 
-float bf16_round(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
-
-std::vector<float> bf16_values(const Tensor& w) {
-  std::vector<float> out(static_cast<size_t>(w.numel()));
-  const auto* p = static_cast<const uint16_t*>(w.data);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_fp32(p[i]);
-  return out;
-}
-
 TEST(QuantizedCheckpoint, Fp8ScalesPerTensorRowAndBlock) {
   const auto expect = [](const Repacked& r, const std::function<float(int64_t, int64_t)>& scale,
                          DType format = DType::kF8_E4M3) {
     ASSERT_TRUE(r.error.empty()) << r.error;
-    EXPECT_EQ(r.weight.dtype, DType::kBF16);
+    EXPECT_EQ(r.weight.dtype, DType::kF32);  // 8 rows: not whole FP8 panels
     EXPECT_FALSE(r.checkpoint.tensors.contains("m.weight_scale"));
     EXPECT_FALSE(r.checkpoint.tensors.contains("m.weight_scale_inv"));
     EXPECT_FALSE(r.checkpoint.tensors.contains("m.input_scale"));
-    const std::vector<float> got = bf16_values(r.weight);
+    const auto* got = static_cast<const float*>(r.weight.data);
     for (int64_t n = 0; n < 8; ++n)
       for (int64_t k = 0; k < 64; ++k) {
         const uint8_t b = fp8_byte(n, k);
         const float v = format == DType::kF8_E4M3 ? fp8_e4m3_to_fp32(b) : fp8_e5m2_to_fp32(b);
-        ASSERT_EQ(got[static_cast<size_t>(n * 64 + k)], bf16_round(v * scale(n, k)))
-            << n << "," << k;
+        ASSERT_EQ(got[n * 64 + k], v * scale(n, k)) << n << "," << k;
       }
   };
   // Per tensor (AutoFP8): one fp32 scale, shape [].
@@ -539,39 +526,15 @@ TEST(QuantizedCheckpoint, Fp8ScalesPerTensorRowAndBlock) {
          [&](int64_t n, int64_t k) { return cut[static_cast<size_t>(n / 3 * 2 + k / 48)]; });
 }
 
-TEST(QuantizedCheckpoint, Fp8CompressedTensorsMultipliesInTheScalesDtype) {
-  // A bf16 scale whose product with an fp8 value is not a bf16: compressed-tensors rounds it to
-  // bf16 (the scale's dtype), then to the model's fp16 -- two roundings, kept.
-  QuantizationConfig q = ct_config(true, "float-quantized");
-  q.schemes[0].float_weights = true;
-  q.schemes[0].bits = 8;
-  q.schemes[0].strategy = "channel";
-  q.model_dtype = DType::kF16;
-  const float s = bf16_round(0.0123f);
-  Repacked r = repack(fp8_module(DType::kBF16, {8, 1}, std::vector<float>(8, s)), q);
-  ASSERT_TRUE(r.error.empty()) << r.error;
-  ASSERT_EQ(r.weight.dtype, DType::kF16);
-  const auto* h = static_cast<const uint16_t*>(r.weight.data);
-  int64_t double_rounded = 0;
-  for (int64_t i = 0; i < 8 * 64; ++i) {
-    const float exact = fp8_e4m3_to_fp32(fp8_byte(i / 64, i % 64)) * s;
-    ASSERT_EQ(fp16_to_fp32(h[i]), fp16_to_fp32(fp32_to_fp16(bf16_round(exact)))) << i;
-    double_rounded += fp16_to_fp32(h[i]) != fp16_to_fp32(fp32_to_fp16(exact));
-  }
-  EXPECT_GT(double_rounded, 0);  // the bf16 step is visible
-}
-
-// A Linear whose rows fill whole FP8 panels (16) is kept as the file's bytes, with its scales and
-// the roundings the kernels apply after them; 8 rows (above) are dequantized at load.
+// A Linear whose rows fill whole FP8 panels (16) is kept as the file's bytes with its scales; 8
+// rows (above) are dequantized at load.
 TEST(QuantizedCheckpoint, Fp8LinearsOfWholePanelsKeepTheirBytes) {
   Checkpoint c;
   std::vector<uint8_t> bytes(16 * 64);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i % 120);
   c.add("m.weight", DType::kF8_E5M2, {16, 64}, bytes);
   c.add("m.weight_scale_inv", DType::kF32, {2, 2}, std::vector<float>{1, 2, 3, 4});
-  QuantizationConfig q = fp8_config(8, 32);
-  q.model_dtype = DType::kF16;
-  Repacked r = repack(std::move(c), q);
+  Repacked r = repack(std::move(c), fp8_config(8, 32));
   ASSERT_TRUE(r.error.empty()) << r.error;
   EXPECT_EQ(r.weight.dtype, DType::kF8_E5M2);
   EXPECT_EQ(r.weight.layout, WeightLayout::kRows);
@@ -582,8 +545,6 @@ TEST(QuantizedCheckpoint, Fp8LinearsOfWholePanelsKeepTheirBytes) {
   EXPECT_EQ(s.block_rows, 8);
   EXPECT_EQ(s.block_cols, 32);
   EXPECT_EQ(s.grid_cols, 2);
-  EXPECT_EQ(s.round_first, DType::kF32);  // transformers multiplies in fp32
-  EXPECT_EQ(s.round_to, DType::kF16);     // then casts to the model's dtype
 
   Checkpoint ct = fp8_module(DType::kBF16, {8, 1}, std::vector<float>(8, 0.5f));
   ct.add("m.weight", DType::kF8_E4M3, {16, 64}, std::vector<uint8_t>(16 * 64, 0x38));
@@ -595,8 +556,7 @@ TEST(QuantizedCheckpoint, Fp8LinearsOfWholePanelsKeepTheirBytes) {
   Repacked rc = repack(std::move(ct), cq);
   ASSERT_TRUE(rc.error.empty()) << rc.error;
   ASSERT_NE(rc.weight.fp8_scales, nullptr);
-  EXPECT_EQ(rc.weight.fp8_scales->round_first, DType::kBF16);  // compressed-tensors: the scale's
-  EXPECT_EQ(rc.weight.fp8_scales->round_to, DType::kBF16);
+  EXPECT_EQ(rc.weight.fp8_scales->grid, std::vector<float>(16, 0.5f));  // bf16 scales as fp32
   EXPECT_EQ(rc.weight.fp8_scales->block_rows, 1);
   EXPECT_EQ(rc.weight.fp8_scales->block_cols, 64);
 }

@@ -3,10 +3,10 @@
 // (scripts/fixtures/make_quantized_checkpoints.py): repacked at load into the expected format;
 // our dequantized weights rounded to the library's dtype equal the library's own dequantization
 // bit for bit (dequant_reference.safetensors); and 8 prompts x 32 greedy tokens equal, logits
-// within 1e-4 relative, transformers in fp32 on the exact weights s * (q - z) (FP8: on the
-// weights as the libraries dequantize them on a CPU, the bits we hold), with fp32 activations as
-// the other reference tests. With int8 activations (the default) logits are held within 5% of the
-// largest logit (FP8 weights held in 16 bits take fp32 activations either way).
+// within 1e-4 relative, transformers in fp32 on the exact weights s * (q - z) (FP8: fp8 * scale in
+// fp32, the weights our FP8 panels compute), with fp32 activations as the other reference tests.
+// With int8 activations (the default) logits are held within 5% of the largest logit (FP8 panels
+// take fp32 activations either way).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -97,17 +97,6 @@ struct Ymm {
     const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(b), 7);
     return _mm256_cvtph_ps(_mm_and_si128(h, _mm_set1_epi16(static_cast<int16_t>(0xbfff))));
   }
-  // x rounded to nearest even as a bfloat16 / an IEEE half, back in fp32 (finite x).
-  static Reg round_bf16(Reg x) {
-    const __m256i i = _mm256_castps_si256(x);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(i, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(i, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-    return _mm256_castsi256_ps(
-        _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
-  }
-  static Reg round_f16(Reg x) {
-    return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
   static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
   static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
@@ -161,16 +150,6 @@ struct Zmm {
     if constexpr (kE5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
     const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
     return _mm512_cvtph_ps(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<int16_t>(0xbfff))));
-  }
-  static Reg round_bf16(Reg x) {
-    const __m512i i = _mm512_castps_si512(x);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(i, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    return _mm512_castsi512_ps(
-        _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-  }
-  static Reg round_f16(Reg x) {
-    return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
   static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }

@@ -46,8 +46,7 @@ void pack_fp8_panels(const uint8_t* src, int64_t n, int64_t k, uint8_t* dst) {
 float fp8_panel_weight(const Fp8Panels& w, int64_t k, int64_t g, int64_t p, int64_t c) {
   const uint8_t b = w.values[(g * k + p) * kPanel16Rows + c];
   const float scale = w.lane_scales[(g * w.num_blocks + p / w.block_cols) * kPanel16Rows + c];
-  const float v = fp16_to_fp32(fp8_as_fp16_bits(b, w.format)) * scale;
-  return round16(w.round_second, round16(w.round_first, v));
+  return fp16_to_fp32(fp8_as_fp16_bits(b, w.format)) * scale;
 }
 
 void fp8_panel_dot_scalar(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k,

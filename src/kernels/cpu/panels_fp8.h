@@ -1,9 +1,8 @@
 // FP8 weights (E4M3FN, E5M2) in panels: panels16.h's layout (kPanel16Rows rows stored k-major)
-// with one byte a value, and a scale per lane (row) and block of columns. Each weight is taken as
-// its value times its scale in fp32, rounded as the checkpoint library's dequantization rounds it
-// (compressed-tensors: to the scale's dtype, then to the model's; transformers: to the model's),
-// so the weights the kernels multiply are the bits transformers holds after dequantizing the
-// checkpoint on a CPU -- at 1 byte a weight instead of 2.
+// with one byte a value, and a scale per lane (row) and block of columns. Each weight is its value
+// times its scale in fp32 (the product rounded once), as TGI's and vLLM's FP8 kernels apply the
+// scales in fp32; transformers on a CPU, which dequantizes FP8 checkpoints into bf16, holds these
+// weights rounded to bf16.
 // NOTE: as for 16-bit panels, every output is one fp32 FMA chain over k in order with the same
 // weight values in every kernel (decode streams the bytes, prefill unpacks them once per tile into
 // fp32 panels for panel16_gemm), so a row's result is the same bits alone or in any batch, and at
@@ -23,11 +22,9 @@ enum class Round16 : uint8_t { kNone, kBF16, kF16 };
 
 struct Fp8Panels {
   Fp8Format format = Fp8Format::kE4M3;
-  Round16 round_first = Round16::kNone;   // after the scale
-  Round16 round_second = Round16::kNone;  // then
-  const uint8_t* values = nullptr;        // num_panels panels of k * kPanel16Rows bytes
+  const uint8_t* values = nullptr;  // num_panels panels of k * kPanel16Rows bytes
   // [num_panels][num_blocks][kPanel16Rows]: panel g's lane c in column block b (columns
-  // [b * block_cols, (b + 1) * block_cols)); for E4M3 the scale times 2^8 (fp8_lane_value).
+  // [b * block_cols, (b + 1) * block_cols)); for E4M3 the scale times 2^8 (fp8_as_fp16_bits).
   const float* lane_scales = nullptr;
   int64_t block_cols = 0;
   int64_t num_blocks = 1;  // ceil(k / block_cols)

@@ -1,13 +1,12 @@
 // The FP8 panel kernels (IsaKernels::fp8_panel_dot, fp8_panel_unpack; the layout is
 // panels_fp8.h's) written once against the lane_math.h policies: each register of kLanes rows
-// converts its bytes exactly, multiplies by its lane scales and rounds as fp8_panel_weight does,
-// so the weights (and, with each output one FMA chain over k in order, the outputs) are the scalar
+// converts its bytes exactly and multiplies them by its lane scales as fp8_panel_weight does, so
+// the weights (and, with each output one FMA chain over k in order, the outputs) are the scalar
 // reference's bits at every width.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 
 #include "kernels/cpu/lane_math.h"
 #include "kernels/cpu/lanes/panels16.h"
@@ -16,59 +15,24 @@
 namespace lm::kernels::lanes {
 namespace {
 
-// The roundings after the scale, as one compile-time choice (the two steps with a no-op or a
-// repeat dropped): the kernels' inner loops carry no branch for them.
-enum class Rounding : uint8_t { kNone, kBF16, kF16, kBF16ThenF16, kF16ThenBF16 };
-
-inline Rounding rounding_of(const Fp8Panels& w) {
-  Round16 first = w.round_first, second = w.round_second;
-  if (first == second || first == Round16::kNone) first = Round16::kNone;
-  if (second == Round16::kNone) std::swap(first, second);
-  if (first == Round16::kNone) {
-    return second == Round16::kBF16  ? Rounding::kBF16
-           : second == Round16::kF16 ? Rounding::kF16
-                                     : Rounding::kNone;
-  }
-  return first == Round16::kBF16 ? Rounding::kBF16ThenF16 : Rounding::kF16ThenBF16;
-}
-
-// kLanes weights of a panel row: bytes at p, times their lane scales, rounded.
-template <typename V, bool kE5M2, Rounding kRound>
+// kLanes weights of a panel row: bytes at p times their lane scales.
+template <typename V, bool kE5M2>
 typename V::Reg fp8_weights(const uint8_t* p, typename V::Reg scale) {
-  const auto v = V::mul(V::template load_fp8<kE5M2>(p), scale);
-  if constexpr (kRound == Rounding::kBF16) return V::round_bf16(v);
-  if constexpr (kRound == Rounding::kF16) return V::round_f16(v);
-  if constexpr (kRound == Rounding::kBF16ThenF16) return V::round_f16(V::round_bf16(v));
-  if constexpr (kRound == Rounding::kF16ThenBF16) return V::round_bf16(V::round_f16(v));
-  return v;
+  return V::mul(V::template load_fp8<kE5M2>(p), scale);
 }
 
-// f<kE5M2, kRound>() for the weight's format and rounding.
+// f<kE5M2>() for the weight's format.
 template <typename F>
-void with_fp8_kind(const Fp8Panels& w, const F& f) {
-  const auto by_rounding = [&]<bool kE5M2>() {
-    switch (rounding_of(w)) {
-      case Rounding::kNone:
-        return f.template operator()<kE5M2, Rounding::kNone>();
-      case Rounding::kBF16:
-        return f.template operator()<kE5M2, Rounding::kBF16>();
-      case Rounding::kF16:
-        return f.template operator()<kE5M2, Rounding::kF16>();
-      case Rounding::kBF16ThenF16:
-        return f.template operator()<kE5M2, Rounding::kBF16ThenF16>();
-      case Rounding::kF16ThenBF16:
-        return f.template operator()<kE5M2, Rounding::kF16ThenBF16>();
-    }
-  };
+void with_fp8_format(const Fp8Panels& w, const F& f) {
   if (w.format == Fp8Format::kE5M2) {
-    by_rounding.template operator()<true>();
+    f.template operator()<true>();
   } else {
-    by_rounding.template operator()<false>();
+    f.template operator()<false>();
   }
 }
 
 // MR activation rows against NP panels from g, straight from their bytes.
-template <typename V, bool kE5M2, Rounding kRound, int MR, int NP>
+template <typename V, bool kE5M2, int MR, int NP>
 void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int64_t ldx, float* y,
                    int64_t ldy) {
   constexpr int R = kPanelRegs<V>;
@@ -98,7 +62,7 @@ void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int
       for (int q = 0; q < NP; ++q) {
 #pragma GCC unroll 2
         for (int r = 0; r < R; ++r) {
-          wv[q * R + r] = fp8_weights<V, kE5M2, kRound>(
+          wv[q * R + r] = fp8_weights<V, kE5M2>(
               values + q * panel_elems + p * kPanel16Rows + r * V::kLanes, scale[q * R + r]);
         }
       }
@@ -118,32 +82,32 @@ void fp8_dot_micro(const Fp8Panels& w, int64_t g, int64_t k, const float* x, int
 }
 
 // MR rows against panels [g0, g0 + num_panels).
-template <typename V, bool kE5M2, Rounding kRound, int MR>
+template <typename V, bool kE5M2, int MR>
 void fp8_dot_rows(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k, const float* x,
                   int64_t ldx, float* y, int64_t ldy) {
   constexpr int NP = kDotPanels<V>;
   int64_t g = 0;
   for (; g + NP <= num_panels; g += NP)
-    fp8_dot_micro<V, kE5M2, kRound, MR, NP>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
+    fp8_dot_micro<V, kE5M2, MR, NP>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
   for (; g < num_panels; ++g)
-    fp8_dot_micro<V, kE5M2, kRound, MR, 1>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
+    fp8_dot_micro<V, kE5M2, MR, 1>(w, g0 + g, k, x, ldx, y + g * kPanel16Rows, ldy);
 }
 
 template <typename V>
 void fp8_panel_dot(const Fp8Panels& w, int64_t g0, int64_t num_panels, int64_t k, const float* x,
                    int64_t ldx, int64_t m, float* y, int64_t ldy) {
-  with_fp8_kind(w, [&]<bool kE5M2, Rounding kRound>() {
+  with_fp8_format(w, [&]<bool kE5M2>() {
     int64_t i = 0;
     for (; i + 4 <= m; i += 4)
-      fp8_dot_rows<V, kE5M2, kRound, 4>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+      fp8_dot_rows<V, kE5M2, 4>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
     for (; i + 2 <= m; i += 2)
-      fp8_dot_rows<V, kE5M2, kRound, 2>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+      fp8_dot_rows<V, kE5M2, 2>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
     for (; i < m; ++i)
-      fp8_dot_rows<V, kE5M2, kRound, 1>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
+      fp8_dot_rows<V, kE5M2, 1>(w, g0, num_panels, k, x + i * ldx, ldx, y + i * ldy, ldy);
   });
 }
 
-template <typename V, bool kE5M2, Rounding kRound>
+template <typename V, bool kE5M2>
 void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
                        float* dst) {
   constexpr int R = kPanelRegs<V>;
@@ -158,9 +122,8 @@ void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int
     for (; p < p_end; ++p) {
 #pragma GCC unroll 2
       for (int r = 0; r < R; ++r) {
-        V::store(
-            dst + (p - p0) * kPanel16Rows + r * V::kLanes,
-            fp8_weights<V, kE5M2, kRound>(values + p * kPanel16Rows + r * V::kLanes, scale[r]));
+        V::store(dst + (p - p0) * kPanel16Rows + r * V::kLanes,
+                 fp8_weights<V, kE5M2>(values + p * kPanel16Rows + r * V::kLanes, scale[r]));
       }
     }
   }
@@ -170,9 +133,7 @@ void fp8_unpack_format(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int
 template <typename V>
 void fp8_panel_unpack(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
                       float* dst) {
-  with_fp8_kind(w, [&]<bool kE5M2, Rounding kRound>() {
-    fp8_unpack_format<V, kE5M2, kRound>(w, g, k, p0, p1, dst);
-  });
+  with_fp8_format(w, [&]<bool kE5M2>() { fp8_unpack_format<V, kE5M2>(w, g, k, p0, p1, dst); });
 }
 
 }  // namespace
