@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llm_int8 import DEV_PYTHON, OURS, PROMPT, ROOT, median, ours, spread  # noqa: E402
+from llm_int8 import DEV_PYTHON, OURS, ROOT, median, ours, peer, peer_program, spread  # noqa: E402
 
 # Runs in .venv-dev: writes the FP8 folder and its BF16 twin from a float folder.
 MAKE = r"""
@@ -68,43 +68,14 @@ for d, tensors in ((fp8_dir, fp8), (bf16_dir, bf16)):
     (d / "config.json").write_text(json.dumps(c, indent=2))
 """
 
-# Runs in .venv-dev: transformers on the FP8 folder (dequantized to bf16 on a CPU), timings.
-PEER = r"""
-import json, sys, time
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-model_dir, threads, tokens, reps, prefill_tokens, prompt = sys.argv[1:7]
-threads, tokens, reps, prefill_tokens = int(threads), int(tokens), int(reps), int(prefill_tokens)
-torch.set_num_threads(threads)
-model = AutoModelForCausalLM.from_pretrained(model_dir, device_map="cpu").eval()
-ids = AutoTokenizer.from_pretrained(model_dir)(prompt, return_tensors="pt").input_ids
-long_ids = torch.randint(100, 20000, (1, prefill_tokens))
-def gen(x, n):
-    t = time.perf_counter()
-    with torch.no_grad():
-        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n,
-                             do_sample=False)
-    assert out.shape[1] - x.shape[1] == n
-    return time.perf_counter() - t
-gen(ids, tokens)  # warm-up
-decode, prefill = [], []
-for _ in range(reps):
-    decode.append((tokens - 1) / (gen(ids, tokens) - gen(ids, 1)))
-    prefill.append(prefill_tokens / gen(long_ids, 1))
-print(json.dumps({"decode": decode, "prefill": prefill, "dtype": str(model.dtype)}))
-"""
+# transformers on the FP8 folder (dequantized to bf16 on a CPU).
+PEER = peer_program('model = AutoModelForCausalLM.from_pretrained(model_dir, device_map="cpu").eval()')
 
 
 def weights_bytes(folder):
     out = subprocess.run([OURS, "--model-id", folder, "--dry-run", "--json-output"], capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["memory"]["weights_bytes"]
-
-
-def peer(args, folder):
-    out = subprocess.run([DEV_PYTHON, "-c", PEER, folder, str(args.threads), str(args.tokens), str(args.reps),
-                          str(args.prefill_tokens), PROMPT], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -127,10 +98,10 @@ def main():
         for r in range(args.rounds):
             for name, fn in (("ours_fp8", lambda: ours(args, model=fp8_dir)),
                              ("ours_bf16", lambda: ours(args, model=bf16_dir)),
-                             ("transformers_fp8", lambda: peer(args, fp8_dir))):
+                             ("transformers_fp8", lambda: peer(args, PEER, fp8_dir))):
                 res = fn()
-                res = {k: ([round(x, 2) for x in v] if isinstance(v, list) else v) for k, v in res.items()}
-                res.update({f"{k}_median": median(v) for k, v in list(res.items()) if isinstance(v, list)})
+                res = {k: [round(x, 2) for x in v] for k, v in res.items()}
+                res.update({f"{k}_median": median(v) for k, v in list(res.items())})
                 runs[name].append(res)
                 print(f"round {r}: {name}: decode {res['decode_median']} tok/s, prefill {res['prefill_median']} tok/s",
                       file=sys.stderr)

@@ -31,8 +31,9 @@ OURS = os.path.join(ROOT, "build/src/app/text-generation-launcher")
 DEV_PYTHON = os.path.join(ROOT, ".venv-dev/bin/python")
 PROMPT = "The history of the printing press"
 
-# Runs in .venv-dev: transformers + bitsandbytes, prints one JSON line of timings.
-PEER = r"""
+# Runs in .venv-dev: transformers on model_dir, loaded by LOAD (a statement that sets `model`),
+# and prints one JSON line of timings. peer_program(LOAD) is the whole program.
+PEER_TIMING = r"""
 import json, logging, sys, time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
@@ -40,8 +41,7 @@ logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
 model_dir, threads, tokens, reps, prefill_tokens, prompt = sys.argv[1:7]
 threads, tokens, reps, prefill_tokens = int(threads), int(tokens), int(reps), int(prefill_tokens)
 torch.set_num_threads(threads)
-model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, device_map="cpu",
-    quantization_config=BitsAndBytesConfig(load_in_8bit=True)).eval()
+LOAD
 ids = AutoTokenizer.from_pretrained(model_dir)(prompt, return_tensors="pt").input_ids
 long_ids = torch.randint(100, 20000, (1, prefill_tokens))
 def gen(x, n):
@@ -58,6 +58,17 @@ for _ in range(reps):
     prefill.append(prefill_tokens / gen(long_ids, 1))
 print(json.dumps({"decode": decode, "prefill": prefill}))
 """
+
+
+def peer_program(load: str) -> str:
+    return PEER_TIMING.replace("LOAD", load.strip())
+
+
+# transformers + bitsandbytes' Linear8bitLt.
+PEER = peer_program("""
+model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, device_map="cpu",
+    quantization_config=BitsAndBytesConfig(load_in_8bit=True)).eval()
+""")
 
 
 def free_port():
@@ -108,9 +119,11 @@ def ours(args, quantize=None, model=None):
     return {"decode": decode, "prefill": prefill}
 
 
-def peer(args):
-    out = subprocess.run([DEV_PYTHON, "-c", PEER, args.model, str(args.threads), str(args.tokens), str(args.reps),
-                          str(args.prefill_tokens), PROMPT], capture_output=True, text=True, check=True)
+def peer(args, program=PEER, model=None):
+    """The timings `program` (peer_program) prints for `model` (default args.model)."""
+    out = subprocess.run([DEV_PYTHON, "-c", program, model or args.model, str(args.threads), str(args.tokens),
+                          str(args.reps), str(args.prefill_tokens), PROMPT],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -155,7 +155,15 @@ void LlamaModel::pack_fp8_weights() {
     dst += (w->numel() + 63) / 64 * 64;
   }
   // Every matrix quantized at load now has its panels: the rows are not held twice.
-  if (std::ranges::none_of(fp8, [&](const Tensor* w) { return in_buffer(*w, quantized_weights_); }))
+  release_unused_quantized_weights();
+}
+
+void LlamaModel::release_unused_quantized_weights() {
+  if (quantized_weights_.view().data == nullptr) return;
+  std::vector<const Tensor*> all{&weights_.embed_tokens, &weights_.lm_head};
+  for (const LlamaLayerWeights& layer : weights_.layers)
+    for (const Tensor* w : layer.linears()) all.push_back(w);
+  if (std::ranges::none_of(all, [&](const Tensor* w) { return in_buffer(*w, quantized_weights_); }))
     quantized_weights_ = Buffer();
 }
 
@@ -239,12 +247,7 @@ void LlamaModel::prepare_cpu_weights() {
   ops::prepare_cpu_weights(linears, /*copy_rows=*/true, prepared_weights_, placed);
   // Every matrix quantized at load now has its copy in the prepared arena: the quantized
   // originals are not held twice.
-  if (quantized_weights_.view().data == nullptr) return;
-  std::vector<const Tensor*> all{&weights_.embed_tokens, &weights_.lm_head};
-  for (const LlamaLayerWeights& layer : weights_.layers)
-    for (const Tensor* w : layer.linears()) all.push_back(w);
-  if (std::ranges::none_of(all, [&](const Tensor* w) { return in_buffer(*w, quantized_weights_); }))
-    quantized_weights_ = Buffer();
+  release_unused_quantized_weights();
 }
 
 void LlamaModel::resize_workspace(int64_t n) {

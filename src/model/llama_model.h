@@ -87,6 +87,8 @@ class LlamaModel {
   // An FP8 checkpoint's Linears (Tensor::fp8_scales) put into FP8 panels, the form the kernels
   // run (ops::pack_fp8_weight), at load: their file pages handed back.
   void pack_fp8_weights();
+  // Frees the --quantize arena once no weight points into it (each has its copy elsewhere).
+  void release_unused_quantized_weights();
   // Hands a matrix's file pages back once a copy of it is made (WeightStore::drop_pages).
   void drop_file_pages(const Tensor& source) const;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/fp16.h"
 #include "kernels/cpu/kv_format.h"
 
 namespace lm::kernels {
@@ -10,7 +11,11 @@ namespace {
 constexpr float kE4M3Max = 448.0f;
 
 // x rounded to the weight's dtype, as each torch operation on such a tensor rounds its result.
-float in_dtype(Round16 dtype, float x) { return round16(dtype, x); }
+float in_dtype(Round16 dtype, float x) {
+  if (dtype == Round16::kBF16) return round_to_bf16(x);
+  if (dtype == Round16::kF16) return round_to_fp16(x);
+  return x;
+}
 
 }  // namespace
 

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/panels_fp8.h"
-
 namespace lm::kernels {
+
+// The weight's dtype, whose rounding each step of TGI's arithmetic takes: fp32 (none), bfloat16
+// or IEEE half (to nearest even).
+enum class Round16 : uint8_t { kNone, kBF16, kF16 };
 
 // The scale for a tensor whose largest |w| is absmax, computed in the weight's dtype (`dtype`:
 // kNone for fp32, kBF16, kF16).

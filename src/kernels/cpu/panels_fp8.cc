@@ -1,18 +1,11 @@
 #include "kernels/cpu/panels_fp8.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "base/check.h"
 #include "base/fp16.h"
 
 namespace lm::kernels {
-
-float round16(Round16 r, float v) {
-  if (r == Round16::kBF16) return round_to_bf16(v);
-  if (r == Round16::kF16) return round_to_fp16(v);
-  return v;
-}
 
 uint16_t fp8_as_fp16_bits(uint8_t b, Fp8Format format) {
   if (format == Fp8Format::kE5M2) return static_cast<uint16_t>(b << 8);

@@ -17,8 +17,6 @@
 namespace lm::kernels {
 
 enum class Fp8Format : uint8_t { kE4M3, kE5M2 };
-// A rounding of an fp32 value to nearest even: none, to bfloat16 or to IEEE half.
-enum class Round16 : uint8_t { kNone, kBF16, kF16 };
 
 struct Fp8Panels {
   Fp8Format format = Fp8Format::kE4M3;
@@ -29,9 +27,6 @@ struct Fp8Panels {
   int64_t block_cols = 0;
   int64_t num_blocks = 1;  // ceil(k / block_cols)
 };
-
-// v rounded as `r` says.
-float round16(Round16 r, float v);
 
 // An FP8 byte as fp32 up to the format's constant factor: E5M2 is the top byte of an fp16
 // (factor 1); E4M3FN's bits read at an fp16's exponent and mantissa places are its value / 2^8,
