@@ -1,7 +1,8 @@
-// Interleaved weight rows (interleaved_rows.h) and their int8 GEMM (AVX-512 VNNI): the layout is
-// a byte permutation that round-trips, every format matches the exact integer math of the
-// dequantized weights and quantized activations, and a (weight row, activation row) result is
-// the same bits whatever the batch, the position in it, the tile shape and the thread count.
+// Interleaved weight rows (interleaved_rows.h) and their int8 GEMM (AVX2 and AVX-512 VNNI): the
+// layout is a byte permutation that round-trips, every format matches the exact integer math of
+// the dequantized weights and quantized activations, a (weight row, activation row) result is
+// the same bits whatever the batch, the position in it, the tile shape and the thread count, and
+// the AVX2 kernel gives the VNNI kernel's bits.
 #include "kernels/cpu/int8_interleaved.h"
 
 #include <gtest/gtest.h>
@@ -37,13 +38,14 @@ std::vector<uint8_t> interleaved(RowFormat format, const std::vector<uint8_t>& r
   return out;
 }
 
-// y[m, n] through the kernel directly.
-std::vector<float> gemm(RowFormat format, const uint8_t* w, int64_t n, const BlockQ8Act* xq,
-                        int64_t m, int64_t k) {
+// y[m, n] through the ISA's kernel directly.
+std::vector<float> gemm(Isa isa, RowFormat format, const uint8_t* w, int64_t n,
+                        const BlockQ8Act* xq, int64_t m, int64_t k) {
+  const IsaKernels& kernels = isa_kernels(isa);
   std::vector<Line> prepared(static_cast<size_t>(m * int8_interleaved_row_bytes(k) / 64));
-  int8_interleaved_prepare_vnni(xq, k / 32, m, k, prepared.data());
+  kernels.int8_interleaved_prepare(xq, k / 32, m, k, prepared.data());
   std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
-  int8_interleaved_gemm_vnni(format, w, n, prepared.data(), m, k, y.data(), n);
+  kernels.int8_interleaved_gemm(format, w, n, prepared.data(), m, k, y.data(), n);
   return y;
 }
 
@@ -141,15 +143,45 @@ TEST(InterleavedRows, LaysTheLowBitFormatsOutInTheOrderTheirKernelsRead) {
   }
 }
 
-class Int8Interleaved : public ::testing::Test {
+// Each level with an interleaved GEMM (the AVX-512 level runs AVX2's).
+class Int8Interleaved : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (!has_interleaved_matmul(Isa::kAvx512Vnni) || !isa_supported(Isa::kAvx512Vnni))
-      GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
+    ASSERT_TRUE(has_interleaved_matmul(GetParam()));
+  }
+  Isa isa() const { return GetParam(); }
+  std::vector<float> gemm(RowFormat format, const uint8_t* w, int64_t n, const BlockQ8Act* xq,
+                          int64_t m, int64_t k) const {
+    return kernels::gemm(isa(), format, w, n, xq, m, k);
   }
 };
 
-TEST_F(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
+INSTANTIATE_TEST_SUITE_P(Levels, Int8Interleaved,
+                         ::testing::Values(Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<Isa>& level) {
+                           std::string name = isa_name(level.param);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Int8InterleavedLevels, ScalarHasNone) { EXPECT_FALSE(has_interleaved_matmul(Isa::kScalar)); }
+
+TEST(Int8InterleavedLevels, Avx2GivesTheVnniKernelsBits) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  for (RowFormat format : kFormats) {
+    for (int64_t m : {1, 3, 6, 9}) {
+      constexpr int64_t n = 16, k = 512;
+      SCOPED_TRACE(std::string(row_format_info(format).name) + " m=" + std::to_string(m));
+      const auto w = interleaved(format, weight_rows(format, n, k, 81), n, k);
+      const auto xq = quantized_rows(m, k, 83);
+      EXPECT_EQ(gemm(Isa::kAvx2, format, w.data(), n, xq.data(), m, k),
+                gemm(Isa::kAvx512Vnni, format, w.data(), n, xq.data(), m, k));
+    }
+  }
+}
+
+TEST_P(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
   for (RowFormat format : kFormats) {
     for (int64_t k : {256, 768}) {
       for (int64_t m : {1, 2, 3, 7, 8, 13}) {
@@ -165,7 +197,7 @@ TEST_F(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
   }
 }
 
-TEST_F(Int8Interleaved, ResultsDoNotDependOnTileShapeBatchOrPosition) {
+TEST_P(Int8Interleaved, ResultsDoNotDependOnTileShapeBatchOrPosition) {
   constexpr int64_t k = 512, n = 24, m = 19;
   for (RowFormat format : kFormats) {
     SCOPED_TRACE(row_format_info(format).name);
@@ -191,7 +223,7 @@ TEST_F(Int8Interleaved, ResultsDoNotDependOnTileShapeBatchOrPosition) {
   }
 }
 
-TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
+TEST_P(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
   ThreadPool one(1);
   ThreadPool two(2);
   constexpr int64_t k = 768, n = 40, m = 13;
@@ -203,7 +235,7 @@ TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
     const auto x = random_floats(m * k, 63);
     std::vector<float> batched(static_cast<size_t>(m * n));
     matmul_interleaved(format, w.data(), x.data(), batched.data(), m, n, k, two, bias.data(),
-                       Isa::kAvx512Vnni);
+                       isa());
     // The row layout on the int8 path computes the same products (other sums, same values).
     std::vector<float> reference(static_cast<size_t>(m * n));
     matmul(format, rows.data(), row_bytes(format, k), x.data(), reference.data(), m, n, k, one,
@@ -211,7 +243,7 @@ TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
     for (int64_t i = 0; i < m; ++i) {
       std::vector<float> single(static_cast<size_t>(n));
       matmul_interleaved(format, w.data(), x.data() + i * k, single.data(), 1, n, k,
-                         i % 2 ? one : two, bias.data(), Isa::kAvx512Vnni);
+                         i % 2 ? one : two, bias.data(), isa());
       for (int64_t j = 0; j < n; ++j) {
         ASSERT_EQ(single[j], batched[i * n + j]) << i << "," << j;
         ASSERT_NEAR(batched[i * n + j], reference[i * n + j],
@@ -223,18 +255,18 @@ TEST_F(Int8Interleaved, MatmulIsBatchInvariantOnAnyThreadCountAndAddsTheBias) {
 
 // More activation rows than one block of prepared rows that stays in cache (the GEMM's m
 // blocking): still the same bits as each row alone.
-TEST_F(Int8Interleaved, ManyRowsMatchEachRowAlone) {
+TEST_P(Int8Interleaved, ManyRowsMatchEachRowAlone) {
   ThreadPool two(2);
   constexpr int64_t k = 256, n = 16, m = 600;
   const auto w = interleaved(RowFormat::kQ4_0, weight_rows(RowFormat::kQ4_0, n, k, 71), n, k);
   const auto x = random_floats(m * k, 73);
   std::vector<float> batched(static_cast<size_t>(m * n));
   matmul_interleaved(RowFormat::kQ4_0, w.data(), x.data(), batched.data(), m, n, k, two, nullptr,
-                     Isa::kAvx512Vnni);
+                     isa());
   for (int64_t i = 0; i < m; i += 37) {
     std::vector<float> single(static_cast<size_t>(n));
     matmul_interleaved(RowFormat::kQ4_0, w.data(), x.data() + i * k, single.data(), 1, n, k, two,
-                       nullptr, Isa::kAvx512Vnni);
+                       nullptr, isa());
     for (int64_t j = 0; j < n; ++j) ASSERT_EQ(single[j], batched[i * n + j]) << i << "," << j;
   }
 }

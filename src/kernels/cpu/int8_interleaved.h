@@ -1,10 +1,12 @@
-// The int8 GEMM over interleaved weight rows (interleaved_rows.h) on AVX-512 VNNI: one 512-bit
-// vpdpbusd takes 8 quant bytes of each of 8 weight rows against the same 8 activations
-// (broadcast), so a block of 32 is four instructions for 8 rows, and the int32 sums are scaled
-// and accumulated once per block rather than per 64-element step. Per (weight row, activation
-// row) the operations are the same whatever the number of activation rows in a tile, so a row's
-// result does not depend on the batch it is in; decode (one activation row) and prefill share
-// the kernel.
+// The int8 GEMM over interleaved weight rows (interleaved_rows.h): one weight word holds the same
+// 8 quant bytes of each of 8 weight rows, taken against the same 8 activations (broadcast), so a
+// block of 32 is four words for 8 rows, and the int32 sums are scaled and accumulated once per
+// block rather than per 64-element step. AVX-512 VNNI: one 512-bit vpdpbusd per word; AVX2:
+// vpmaddubsw + vpmaddwd on each 256-bit half of it (int8_interleaved_avx2.cc), the same integers
+// and the same float operations, so the same bits. Per (weight row, activation row) the
+// operations are the same whatever the number of activation rows in a tile, so a row's result
+// does not depend on the batch it is in; decode (one activation row) and prefill share the
+// kernel.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,12 @@ void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int6
 // y[i * ldy + j] = dot(weight row j, activation row i) for i < m, j < n: w holds n interleaved
 // rows (can_interleave(format, n, k)), x the m rows prepared by int8_interleaved_prepare_vnni.
 void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, const void* x,
+                                int64_t m, int64_t k, float* y, int64_t ldy);
+
+// The same pair for AVX2 (the same prepared bytes, the same results).
+void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
+                                   void* dst);
+void int8_interleaved_gemm_avx2(RowFormat format, const void* w, int64_t n, const void* x,
                                 int64_t m, int64_t k, float* y, int64_t ldy);
 
 }  // namespace lm::kernels

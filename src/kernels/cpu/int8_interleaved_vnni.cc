@@ -30,6 +30,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/int8_interleaved_prepared.h"
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
@@ -39,20 +40,7 @@ namespace {
 
 constexpr int64_t kRows = kInterleavedRows;
 
-// One block of 32 of a prepared activation row (one cache line).
-struct alignas(64) PreparedBlock {
-  int8_t q[32];
-  float d;
-  // Lane half h of every word sees elements 8c + 4h + [0, 4) for c < 4: minus their sum, and d
-  // times their sum.
-  int32_t neg_sum[2];
-  float dsum[2];
-  // The same negated sums over words 0 and 1 only (the first 16-element scale of Q6_K, Q3_K and
-  // Q2_K).
-  int32_t neg_sum_lo[2];
-  uint8_t unused[4];
-};
-static_assert(sizeof(PreparedBlock) == 64);
+using PreparedBlock = Int8InterleavedBlock;
 
 // No software prefetch: a group's bytes are read strictly forwards (the layout is in reading
 // order), which the hardware prefetcher follows. Decode GEMVs of 7B shapes streamed from DRAM,

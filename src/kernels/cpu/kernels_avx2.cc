@@ -6,6 +6,7 @@
 // older CPUs. Everything here has internal linkage or is an intrinsic.
 #include "kernels/cpu/bnb4_avx2.h"
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquants_avx2.h"
 #include "kernels/cpu/lowbit_quants_avx2.h"
@@ -251,6 +252,8 @@ void add_avx2_kernels(IsaKernels& kernels) {
   kernels.quantize_row_q8_act = quantize_row_q8_act_avx2;
   kernels.dot_row_q8 = dot_row_q8_avx2;
   kernels.dot_rows_q8 = dot_rows_q8_avx2;
+  kernels.int8_interleaved_prepare = int8_interleaved_prepare_avx2;
+  kernels.int8_interleaved_gemm = int8_interleaved_gemm_avx2;
 }
 
 }  // namespace lm::kernels
