@@ -1,6 +1,7 @@
 """text-generation-benchmark end to end on the default model: the JSON it writes holds a case per
-batch size with prefill and decode statistics, and on a CPU with the interleaved int8 GEMM
-(AVX-512 VNNI) the model's Linear weights are interleaved (seven per layer plus the tied head)."""
+batch size with prefill and decode statistics, and at a kernel level with the interleaved int8
+GEMM (AVX2 and up) the model's Linear weights are interleaved (seven per layer plus the tied
+head)."""
 import json
 import os
 import subprocess
@@ -11,6 +12,10 @@ from conftest import MODEL, ROOT
 
 BENCHMARK = ROOT / "build/src/app/text-generation-benchmark"
 DEFAULT_MODEL = str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+# SmolLM2-135M's Linears: 7 a layer x 30 layers, and its tied LM head once.
+INTERLEAVED = 7 * 30 + 1
 
 
 def run_benchmark(tmp_path, *args, env=None):
@@ -32,10 +37,8 @@ def test_writes_a_case_per_batch_size_and_reports_interleaved_weights(tmp_path):
         assert case["decode_tokens_per_second"]["mean"] > 0
     if MODEL != DEFAULT_MODEL:
         pytest.skip("the interleaved count below is the default model's")
-    layers = 30  # SmolLM2-135M; its LM head is tied, so it counts once
-    expected = 7 * layers + 1 if doc["kernels"] == "avx512-vnni" else 0
     assert doc["int8_activations"] is True
-    assert doc["interleaved_weights"] == expected
+    assert doc["interleaved_weights"] == (0 if doc["kernels"] == "scalar" else INTERLEAVED)
 
 
 def test_fp32_activations_keep_the_weights_in_rows(tmp_path):
@@ -45,9 +48,14 @@ def test_fp32_activations_keep_the_weights_in_rows(tmp_path):
 
 
 def test_cpu_isa_caps_the_kernels(tmp_path):
-    """CPU_ISA (or --cpu-isa) as the launcher's: AVX2 has no interleaved GEMM, so rows stay rows."""
+    """CPU_ISA (or --cpu-isa) as the launcher's: AVX2 has the interleaved GEMM, the scalar level
+    none, so its rows stay rows."""
     doc = run_benchmark(tmp_path, env={**os.environ, "CPU_ISA": "avx2"})
     assert doc["kernels"] == "avx2"
+    if MODEL == DEFAULT_MODEL:
+        assert doc["interleaved_weights"] == INTERLEAVED
+    doc = run_benchmark(tmp_path, env={**os.environ, "CPU_ISA": "scalar"})
+    assert doc["kernels"] == "scalar"
     assert doc["interleaved_weights"] == 0
     r = subprocess.run([str(BENCHMARK), "--model-id", MODEL, "--cpu-isa", "avx512vnni"],
                        capture_output=True, text=True, timeout=60)  # fmt: skip

@@ -1,8 +1,8 @@
-// Weight rows interleaved eight at a time, the layout the AVX-512 VNNI decode and prefill GEMM
-// reads (int8_interleaved.h). A group of 8 rows takes exactly the bytes of those 8 rows in their
-// GGML format, block by block: for each block (Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL: 32 elements;
-// Q4_K/Q5_K/Q6_K/Q2_K/Q3_K/IQ4_XS: 256), each field of the block is stored for all 8 rows together,
-// cut into words:
+// Weight rows interleaved eight at a time, the layout the interleaved int8 GEMM (AVX2 and AVX-512
+// VNNI) reads for decode and prefill (int8_interleaved.h). A group of 8 rows takes exactly the
+// bytes of those 8 rows in their GGML format, block by block: for each block
+// (Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL: 32 elements; Q4_K/Q5_K/Q6_K/Q2_K/Q3_K/IQ4_XS: 256), each field
+// of the block is stored for all 8 rows together, cut into words:
 //   Q4_0  d: 8 x 2 B | qs: 2 words of 8 B x 8 rows               (144 B)
 //   Q4_1  d: 8 x 2 B | m: 8 x 2 B | qs: 2 words x 8 rows x 8 B   (160 B)
 //   Q8_0  d: 8 x 2 B | qs: 4 words x 8 rows x 8 B                (272 B)
