@@ -277,6 +277,16 @@ int run_server(const LauncherArgs& args) {
   log_info(fmt::format("KV cache: {} blocks of {} tokens, {}, prefix caching {}",
                        kv_num_blocks(engine_config), engine_config.block_size, plan.kv_cache_dtype,
                        engine_config.prefix_caching ? "on" : "off"));
+  if (const auto& layers = (*model)->weights().layers;
+      std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l.has_kv_scales; })) {
+    log_info(kv_dtype == DType::kF8_E4M3 || kv_dtype == DType::kF8_E5M2
+                 ? "KV cache: the checkpoint's k_scale / v_scale per layer applied (K / k_scale "
+                   "and V / v_scale stored in FP8)"
+                 : fmt::format("KV cache: the checkpoint's k_scale / v_scale are for an FP8 "
+                               "cache and are not used with {} (--kv-cache-dtype fp8_e4m3fn "
+                               "applies them)",
+                               plan.kv_cache_dtype));
+  }
   if (engine_config.speculate > 0)
     log_info(fmt::format("Speculation: up to {} n-gram tokens proposed per decode step",
                          engine_config.speculate));

@@ -228,17 +228,45 @@ Result<CompressedTensorsScheme> parse_ct_scheme(const std::string& name, const J
   return s;
 }
 
+// compressed-tensors' kv_cache_scheme: llmcompressor's FP8 KV cache, one static scale per layer
+// for K and one for V (self_attn.k_scale / v_scale, read with the weights). Anything else (int8,
+// per-head or dynamic scales) is refused by name.
+Status check_kv_cache_scheme(const Json& s, const std::string& origin) {
+  const auto bad = [&](const std::string& why) {
+    return Error{origin + ": quantization_config.kv_cache_scheme " + why};
+  };
+  if (!s.is_object()) return bad("must be an object");
+  const Fields f(s, origin);
+  LM_ASSIGN_OR_RETURN(auto type, f.string("type"));
+  LM_ASSIGN_OR_RETURN(auto bits, f.integer("num_bits"));
+  if (type.value_or("int") != "float" || bits.value_or(8) != 8)
+    return bad("must be FP8 (type \"float\", num_bits 8): other KV cache types are not built");
+  LM_ASSIGN_OR_RETURN(auto strategy, f.string("strategy"));
+  if (strategy.value_or("tensor") != "tensor")
+    return bad("strategy is \"" + *strategy + "\": only one scale per layer (\"tensor\") is built");
+  LM_ASSIGN_OR_RETURN(auto dynamic, f.boolean("dynamic"));
+  if (dynamic.value_or(false)) return bad("is dynamic: only static (checkpoint) scales are built");
+  LM_ASSIGN_OR_RETURN(auto symmetric, f.boolean("symmetric"));
+  if (!symmetric.value_or(true)) return bad("is asymmetric: FP8 scales have no zero point");
+  return {};
+}
+
 Status parse_compressed_tensors(const Json& j, QuantizationConfig& q) {
   const Fields f(j, q.origin);
   LM_ASSIGN_OR_RETURN(auto format, f.string("format"));
   q.format = format.value_or("");
-  if (q.format != "mixed-precision")
-    LM_RETURN_IF_ERROR(check_ct_format(q.format, "format", q.origin));
   const auto set = [&](const char* key) {
     return j.contains(key) && !j[key].is_null() && !(j[key].is_object() && j[key].empty());
   };
-  if (set("kv_cache_scheme"))
-    return f.bad("kv_cache_scheme", "is set: a quantized KV cache scheme is not supported");
+  if (set("kv_cache_scheme")) {
+    LM_RETURN_IF_ERROR(check_kv_cache_scheme(j["kv_cache_scheme"], q.origin));
+    q.kv_cache_fp8_scales = true;
+  }
+  // A checkpoint whose only quantization is its KV cache (llmcompressor's kv_cache_scheme alone)
+  // has float ("dense") weights and no config group.
+  if (q.kv_cache_fp8_scales && !set("config_groups")) return {};
+  if (q.format != "mixed-precision")
+    LM_RETURN_IF_ERROR(check_ct_format(q.format, "format", q.origin));
   if (set("transform_config"))
     return f.bad("transform_config", "is set: transformed (rotated) weights are not supported");
   if (set("sparsity_config"))

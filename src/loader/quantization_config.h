@@ -54,6 +54,9 @@ struct QuantizationConfig {
   // weight_block_size (0: the scale's shape says: one per tensor, or one per row).
   std::string fp8_method;
   int64_t fp8_block_rows = 0, fp8_block_cols = 0;
+  // compressed-tensors' kv_cache_scheme: FP8 with one static K and one V scale per layer (the
+  // tensors self_attn.k_scale / v_scale, which an FP8 KV cache applies).
+  bool kv_cache_fp8_scales = false;
 };
 
 // Reads `config` (config.json's text, from `origin`) and, when it has none, quantize_config.json

@@ -87,6 +87,9 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
     return it == tensors.end() ? nullptr : &it->second;
   };
   RepackSummary summary;
+  // Only the KV cache is quantized (kv_cache_scheme without config groups): float weights.
+  if (q.method == QuantMethod::kCompressedTensors && q.schemes.empty() && q.kv_cache_fp8_scales)
+    return summary;
   const std::vector<std::string> modules = quantized_modules(q, tensors);
   if (modules.empty()) {
     const char* expected = q.method == QuantMethod::kCompressedTensors

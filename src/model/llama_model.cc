@@ -32,6 +32,14 @@ Tensor per_head(const Tensor& x, int64_t head_dim) {
   return Tensor{x.dtype, {x.dim(0) * x.dim(1) / head_dim, head_dim}, x.data, x.device};
 }
 
+// x / s element by element (the checkpoint's KV scales divide, as vLLM's FP8 cache writes).
+void divide_rows(Tensor& x, float s) {
+  float* p = x.as<float>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] /= s;
+}
+
+bool is_fp8(DType dtype) { return dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2; }
+
 Tensor bias_view(const std::vector<float>& b) {
   if (b.empty()) return {};
   return Tensor{
@@ -323,12 +331,20 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
         local_rope && c.sliding_window_of(layer) > 0 ? *local_rope : global_rope;
     apply_rope(rope, q, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
     apply_rope(rope, k, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
+    // The checkpoint's FP8 KV scales: the cache holds K / k_scale and V / v_scale, so the scores
+    // take k_scale (in the softmax scale) and the outputs, weighted sums of V rows, v_scale.
+    const bool kv_scaled = w.has_kv_scales && is_fp8(k_pool.dtype);
+    if (kv_scaled) {
+      divide_rows(k, w.k_scale);
+      divide_rows(v, w.v_scale);
+    }
     ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
-    ops::paged_attention(
-        q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
-        batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs,
-        {attention_scale, c.sliding_window_of(layer), static_cast<float>(c.attn_logit_softcapping)},
-        pool);
+    ops::paged_attention(q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
+                         batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs,
+                         {kv_scaled ? attention_scale * w.k_scale : attention_scale,
+                          c.sliding_window_of(layer), static_cast<float>(c.attn_logit_softcapping)},
+                         pool);
+    if (kv_scaled) ops::scale(attn, w.v_scale);
     ops::linear(attn, w.o_proj, {}, normed, pool, int8_activations_);
     if (c.sandwich_norms) ops::rms_norm(normed, w.attn_output_norm.data(), normed, eps, pool);
     ops::add(x, normed);

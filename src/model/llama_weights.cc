@@ -1,5 +1,7 @@
 #include "model/llama_weights.h"
 
+#include <cmath>
+
 #include "ops/linear.h"
 
 namespace lm {
@@ -57,6 +59,25 @@ class Binder {
   }
 
   bool has(const std::string& name) const { return store_.find(name) != nullptr; }
+
+  // A positive, finite scale stored as [] or [1] (F32, F16 or BF16).
+  Result<float> scale(const std::string& name) const {
+    const Tensor* t = store_.find(name);
+    if (t == nullptr) return Error{store_.origin() + ": tensor '" + name + "' is missing"};
+    if (t->numel() != 1 || t->rank() > 1 ||
+        (t->dtype != DType::kF32 && t->dtype != DType::kF16 && t->dtype != DType::kBF16)) {
+      return Error{store_.origin() + ": tensor '" + name +
+                   "' must be one F32/F16/BF16 value, not " + std::string(dtype_name(t->dtype)) +
+                   " " + shape_string(t->shape)};
+    }
+    Tensor flat = *t;
+    flat.shape = {1};
+    const float v = ops::to_f32(flat)[0];
+    if (!(v > 0.0f) || !std::isfinite(v))
+      return Error{store_.origin() + ": tensor '" + name + "' is " + std::to_string(v) +
+                   ": a KV cache scale must be positive and finite"};
+    return v;
+  }
 
  private:
   Result<Tensor> find(const std::string& name, const Shape& expected) const {
@@ -228,6 +249,18 @@ Result<LlamaWeights> bind_llama_weights(const ModelConfig& c, const WeightStore&
       LM_ASSIGN_OR_RETURN(
           l.k_norm,
           norm(b.name(hf + "self_attn.k_norm.weight", gg + "attn_k_norm.weight"), c.head_dim));
+    }
+    if (naming == WeightNaming::kHuggingFace) {
+      const std::string attn = hf + "self_attn.";
+      if (b.has(attn + "k_scale") && b.has(attn + "v_scale")) {
+        LM_ASSIGN_OR_RETURN(l.k_scale, b.scale(attn + "k_scale"));
+        LM_ASSIGN_OR_RETURN(l.v_scale, b.scale(attn + "v_scale"));
+        l.has_kv_scales = true;
+      } else if (b.has(attn + "kv_scale")) {
+        LM_ASSIGN_OR_RETURN(l.k_scale, b.scale(attn + "kv_scale"));
+        l.v_scale = l.k_scale;
+        l.has_kv_scales = true;
+      }
     }
     if (c.sandwich_norms) {
       LM_ASSIGN_OR_RETURN(l.attn_output_norm, norm(b.name(hf + "post_attention_layernorm.weight",

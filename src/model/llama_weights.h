@@ -49,6 +49,11 @@ struct LlamaLayerWeights {
   Tensor up_proj;    // [intermediate_size, hidden_size]
   Tensor down_proj;  // [hidden_size, intermediate_size]
   MoeWeights moe;    // sparse layers (ModelConfig::is_sparse_layer) only
+  // The checkpoint's FP8 KV cache scales (TGI's get_kv_scales: self_attn.k_scale and v_scale,
+  // else self_attn.kv_scale for both; 1 when absent). An FP8 cache holds K / k_scale and
+  // V / v_scale; other caches ignore them, as TGI and vLLM do.
+  float k_scale = 1.0f, v_scale = 1.0f;
+  bool has_kv_scales = false;
 
   // Every Linear weight of the layer (the attention's, the dense MLP's or the router's and every
   // expert's), for passes that convert or repack them all.

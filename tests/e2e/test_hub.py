@@ -604,6 +604,28 @@ def test_an_fp8_checkpoint_serves_from_its_fp8_bytes(tmp_path, hub, cache):
     assert memory["weights_bytes"] < 2 * linear_weights + table_bytes, memory
 
 
+def test_a_checkpoints_kv_cache_scales_apply_to_an_fp8_cache(tmp_path, hub, cache):
+    """A compressed-tensors checkpoint whose KV cache scheme is FP8 (k_scale / v_scale per layer,
+    made by scripts/fixtures/make_kv_scale_checkpoint.py) serves: with --kv-cache-dtype
+    fp8_e4m3fn the scales apply (tests/model/kv_scales_test.cc checks the logits against
+    transformers through the scaled FP8 cache), with the default cache the log says they are not
+    used, as TGI and vLLM ignore them there."""
+    folder = tmp_path / "kv-scales"
+    shutil.copytree(ROOT / "tests/fixtures/kv_scales/kv_scales_fp8", folder)
+    for name, data in tiny_tokenizer_files().items():
+        (folder / name).write_bytes(data)
+    env = hub_env(hub, cache, HF_HUB_OFFLINE="1")
+    for extra, line in (
+        (["--kv-cache-dtype", "fp8_e4m3fn"], "the checkpoint's k_scale / v_scale per layer applied"),
+        ([], "the checkpoint's k_scale / v_scale are for an FP8 cache and are not used with fp32"),
+    ):
+        with launch_server(["--model-id", str(folder), *extra], env=env,
+                           use_flags_for_port=False, timeout=60) as server:  # fmt: skip
+            assert greedy_text(server, "the cat")
+            log = server.stdout() + server.stderr()
+            assert line in log, log
+
+
 def test_quantize_fp8_at_load_serves_a_float_folder_in_fp8(tmp_path, hub, cache):
     """QUANTIZE=fp8 (TGI's value) on a float HF folder: each Linear to E4M3 with one scale a
     tensor, as TGI's fp8_quantize (tests/model/load_options_test.cc checks the bytes and the logits

@@ -428,6 +428,44 @@ TEST(QuantizationConfig, ReadsFp8Methods) {
             std::string::npos);
 }
 
+// compressed-tensors' kv_cache_scheme: FP8 with a static scale per layer (the scales are read with
+// the weights), with or without weight groups; other KV schemes refused by name.
+TEST(QuantizationConfig, ReadsAnFp8KvCacheSchemeAndRefusesOthers) {
+  auto kv_only = parse_quantization_config(
+      R"({"quantization_config": {"quant_method": "compressed-tensors", "format": "dense",
+          "config_groups": {}, "kv_cache_scheme": {"num_bits": 8, "type": "float",
+          "strategy": "tensor", "dynamic": false, "symmetric": true}}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(kv_only.ok()) << kv_only.error().message;
+  EXPECT_TRUE((*kv_only)->kv_cache_fp8_scales);
+  EXPECT_TRUE((*kv_only)->schemes.empty());
+  auto with_weights = parse_quantization_config(
+      R"({"quantization_config": {"quant_method": "compressed-tensors",
+          "format": "float-quantized", "kv_cache_scheme": {"num_bits": 8, "type": "float"},
+          "config_groups": {"group_0": {"targets": ["Linear"],
+          "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}})",
+      "config.json", "/nonexistent");
+  ASSERT_TRUE(with_weights.ok()) << with_weights.error().message;
+  EXPECT_TRUE((*with_weights)->kv_cache_fp8_scales);
+  EXPECT_EQ((*with_weights)->schemes.size(), 1u);
+  const auto kv_error = [](const std::string& scheme) {
+    return config_error(R"({"quant_method": "compressed-tensors", "format": "dense",
+                            "kv_cache_scheme": )" +
+                        scheme + "}");
+  };
+  EXPECT_NE(kv_error(R"({"num_bits": 8, "type": "int"})")
+                .find("kv_cache_scheme must be FP8 (type \"float\", num_bits 8)"),
+            std::string::npos);
+  EXPECT_NE(kv_error(R"({"num_bits": 8, "type": "float", "strategy": "attn_head"})")
+                .find("kv_cache_scheme strategy is \"attn_head\": only one scale per layer"),
+            std::string::npos);
+  EXPECT_NE(kv_error(R"({"num_bits": 8, "type": "float", "dynamic": true})")
+                .find("kv_cache_scheme is dynamic"),
+            std::string::npos);
+  EXPECT_NE(kv_error(R"({"num_bits": "8", "type": "float"})").find("num_bits must be an integer"),
+            std::string::npos);
+}
+
 // Every E4M3 and E5M2 byte decodes to the value its sign, exponent and mantissa fields give.
 TEST(Fp8Values, EveryByteDecodesByItsFields) {
   for (int b = 0; b < 256; ++b) {
