@@ -19,18 +19,17 @@ namespace lm::kernels {
 // Bytes of one prepared activation row of k elements (k a multiple of 32): 64 per block.
 inline constexpr int64_t int8_interleaved_row_bytes(int64_t k) { return k / 32 * 64; }
 
-// dst (64-byte aligned) = the m rows of xq (xq_stride blocks apart) prepared for the GEMM.
-void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
+// dst (64-byte aligned) = the m rows of xq (xq_stride blocks apart) prepared for the GEMM
+// (int8_interleaved_prepared.h: the same bytes for every ISA's GEMM, so the AVX2 preparation
+// serves the VNNI table too).
+void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
                                    void* dst);
 
 // y[i * ldy + j] = dot(weight row j, activation row i) for i < m, j < n: w holds n interleaved
-// rows (can_interleave(format, n, k)), x the m rows prepared by int8_interleaved_prepare_vnni.
+// rows (can_interleave(format, n, k)), x the m rows prepared by int8_interleaved_prepare_avx2.
+// AVX-512 VNNI and AVX2 (the same results).
 void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, const void* x,
                                 int64_t m, int64_t k, float* y, int64_t ldy);
-
-// The same pair for AVX2 (the same prepared bytes, the same results).
-void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
-                                   void* dst);
 void int8_interleaved_gemm_avx2(RowFormat format, const void* w, int64_t n, const void* x,
                                 int64_t m, int64_t k, float* y, int64_t ldy);
 

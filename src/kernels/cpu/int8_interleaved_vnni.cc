@@ -533,35 +533,6 @@ void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_
 
 }  // namespace
 
-void int8_interleaved_prepare_vnni(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
-                                   void* dst) {
-  const int64_t blocks = k / 32;
-  auto* out = static_cast<PreparedBlock*>(dst);
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const BlockQ8Act& a = xq[i * xq_stride + b];
-      PreparedBlock& p = out[i * blocks + b];
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(p.q), q);
-      // Lane l of sums4: the sum of bytes 4l..4l+3; adding lane l + 2 gives, in lanes 0 and 1 of
-      // each 128-bit half, the two lane halves' sums over words 0-1 (low half) and 2-3 (high).
-      const __m256i sums4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
-      const __m256i pairs = _mm256_add_epi32(sums4, _mm256_shuffle_epi32(sums4, 0x4e));
-      const __m128i lo = _mm256_castsi256_si128(pairs);
-      const __m128i all = _mm_add_epi32(lo, _mm256_extracti128_si256(pairs, 1));
-      p.d = a.d;
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.neg_sum),
-                       _mm_sub_epi32(_mm_setzero_si128(), all));
-      _mm_storel_pi(reinterpret_cast<__m64*>(p.dsum),
-                    _mm_mul_ps(_mm_set1_ps(a.d), _mm_cvtepi32_ps(all)));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(p.neg_sum_lo),
-                       _mm_sub_epi32(_mm_setzero_si128(), lo));
-      std::memset(p.unused, 0, sizeof(p.unused));
-    }
-  }
-}
-
 void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, const void* x,
                                 int64_t m, int64_t k, float* y, int64_t ldy) {
   const auto* bytes = static_cast<const uint8_t*>(w);
@@ -603,7 +574,6 @@ void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, cons
 #else  // No VNNI in this build: the table never points here (isa_supported(kAvx512Vnni) is false).
 
 namespace lm::kernels {
-void int8_interleaved_prepare_vnni(const BlockQ8Act*, int64_t, int64_t, int64_t, void*) {}
 void int8_interleaved_gemm_vnni(RowFormat, const void*, int64_t, const void*, int64_t, int64_t,
                                 float*, int64_t) {}
 }  // namespace lm::kernels

@@ -61,7 +61,7 @@ void add_avx512_vnni_kernels(IsaKernels& kernels) {
   kernels.int8_tile_row_bytes = int8_tile_row_bytes_vnni;
   kernels.int8_tile_prepare = int8_tile_prepare_vnni;
   kernels.int8_tile_gemm = int8_tile_gemm_vnni;
-  kernels.int8_interleaved_prepare = int8_interleaved_prepare_vnni;
+  // (int8_interleaved_prepare: the AVX2 table's, the same prepared bytes)
   kernels.int8_interleaved_gemm = int8_interleaved_gemm_vnni;
 }
 
