@@ -279,7 +279,7 @@ int run_server(const LauncherArgs& args) {
                        engine_config.prefix_caching ? "on" : "off"));
   if (const auto& layers = (*model)->weights().layers;
       std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l.has_kv_scales; })) {
-    log_info(kv_dtype == DType::kF8_E4M3 || kv_dtype == DType::kF8_E5M2
+    log_info(is_fp8(kv_dtype)
                  ? "KV cache: the checkpoint's k_scale / v_scale per layer applied (K / k_scale "
                    "and V / v_scale stored in FP8)"
                  : fmt::format("KV cache: the checkpoint's k_scale / v_scale are for an FP8 "

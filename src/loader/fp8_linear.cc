@@ -17,7 +17,7 @@ RepackedLinear fp8_weight_as_stored(const Fp8Linear& w) {
 }
 
 RepackedLinear dequantize_fp8_linear(const Fp8Linear& w) {
-  LM_CHECK(w.format == DType::kF8_E4M3 || w.format == DType::kF8_E5M2);
+  LM_CHECK(is_fp8(w.format));
   // Every byte's value once: the conversion is then one lookup and one multiply a weight.
   float value_of[256];
   for (int b = 0; b < 256; ++b) {

@@ -57,6 +57,12 @@ struct QuantizationConfig {
   // compressed-tensors' kv_cache_scheme: FP8 with one static K and one V scale per layer (the
   // tensors self_attn.k_scale / v_scale, which an FP8 KV cache applies).
   bool kv_cache_fp8_scales = false;
+
+  // False for a compressed-tensors checkpoint whose only quantization is its KV cache (float
+  // weights, no config group).
+  bool quantizes_weights() const {
+    return method != QuantMethod::kCompressedTensors || !schemes.empty();
+  }
 };
 
 // Reads `config` (config.json's text, from `origin`) and, when it has none, quantize_config.json

@@ -14,8 +14,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_fp8(DType dtype) { return dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2; }
-
 // The tensors a quantized module stores (GPTQ/AWQ, FP8, or compressed-tensors in `ct_format`),
 // after the module's name. An FP8 module's activation scales go with it (static activation
 // schemes: we do not quantize activations to FP8).
@@ -87,9 +85,7 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
     return it == tensors.end() ? nullptr : &it->second;
   };
   RepackSummary summary;
-  // Only the KV cache is quantized (kv_cache_scheme without config groups): float weights.
-  if (q.method == QuantMethod::kCompressedTensors && q.schemes.empty() && q.kv_cache_fp8_scales)
-    return summary;
+  if (!q.quantizes_weights()) return summary;  // float weights (only the KV cache is quantized)
   const std::vector<std::string> modules = quantized_modules(q, tensors);
   if (modules.empty()) {
     const char* expected = q.method == QuantMethod::kCompressedTensors

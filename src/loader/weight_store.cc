@@ -87,8 +87,7 @@ Result<WeightStore> WeightStore::from_hf_folder(
     store.repack_summary_ = std::move(summary.text);
   } else {
     for (const auto& [name, tensor] : store.tensors_) {
-      if (name.ends_with(".qweight") || name.ends_with(".weight_packed") ||
-          tensor.dtype == DType::kF8_E4M3 || tensor.dtype == DType::kF8_E5M2) {
+      if (name.ends_with(".qweight") || name.ends_with(".weight_packed") || is_fp8(tensor.dtype)) {
         return Error{dir + ": tensor '" + name +
                      "' is stored quantized, but config.json has no quantization_config"};
       }

@@ -38,8 +38,6 @@ void divide_rows(Tensor& x, float s) {
   for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] /= s;
 }
 
-bool is_fp8(DType dtype) { return dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2; }
-
 Tensor bias_view(const std::vector<float>& b) {
   if (b.empty()) return {};
   return Tensor{

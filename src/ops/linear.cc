@@ -124,8 +124,7 @@ kernels::Fp8Panels fp8_panels(const Tensor& w) {
 bool supports_weight_dtype(DType dtype) { return row_format(dtype).has_value(); }
 
 bool supports_weight(const Tensor& w) {
-  const bool fp8 = w.dtype == DType::kF8_E4M3 || w.dtype == DType::kF8_E5M2;
-  return fp8 ? w.fp8_scales != nullptr : supports_weight_dtype(w.dtype);
+  return is_fp8(w.dtype) ? w.fp8_scales != nullptr : supports_weight_dtype(w.dtype);
 }
 
 void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, ThreadPool& pool,

@@ -42,6 +42,7 @@ struct DTypeInfo {
 const DTypeInfo& dtype_info(DType dtype);
 inline std::string_view dtype_name(DType dtype) { return dtype_info(dtype).name; }
 inline bool is_quantized(DType dtype) { return dtype_info(dtype).block_size > 1; }
+inline bool is_fp8(DType dtype) { return dtype == DType::kF8_E4M3 || dtype == DType::kF8_E5M2; }
 
 // Bytes of `num_elements` elements, or nullopt when num_elements is not a whole number of blocks
 // or the byte count overflows.

@@ -277,44 +277,14 @@ static inline void k4_group_scales(const K4Scales& s, int t, __m256 d, __m256 ne
   mn = scaled_byte(t < 4 ? s.mn_low : s.mn_high, t, neg_dmin);
 }
 
-// Q4_K: super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums.
-template <int RX>
-void q4_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
-  constexpr int64_t kBytes = kRows * kquant::kQ4_KBytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
-    const uint8_t* block = g + sb * kBytes;
-    const __m256 d = f16x8(block);
-    const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), f16x8(block + 16));
-    const K4Scales scales = k4_scales(block + 32);
-    const uint8_t* qs = block + 128;
-#pragma GCC unroll 8
-    for (int t = 0; t < 8; ++t) {
-      // Group t: the low (t even) or high nibbles of words 4(t / 2) + c.
-      __m256 sc, mn;
-      k4_group_scales(scales, t, d, neg_dmin, sc, mn);
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        __m256i u[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          __m256i q = half_word(qs, 4 * (t / 2) + c, h);
-          if (t % 2) q = _mm256_srli_epi16(q, 4);
-          u[c] = _mm256_and_si256(q, low4);
-        }
-        accumulate<RX, 0, true>(u, row_pairs(sc, h), row_pairs(mn, h), x + sb * kquant::kGroups + t,
-                                blocks, acc[h]);
-      }
-    }
-  }
-}
-
-// Q5_K: Q4_K's super-blocks with a fifth bit per value, bit t of qh byte l for element l of group
-// t (the interleaved order is GGML's: d, dmin, scales, qh words 0-3, qs words 0-15).
-template <int RX>
-void q5_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
-  constexpr int64_t kBytes = kRows * kquant::kQ5_KBytes;
-  constexpr int64_t kScales = kRows * 4, kQh = kScales + kRows * 12, kQs = kQh + kRows * 32;
+// Q4_K and Q5_K (kFifthBit): super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums;
+// Q5_K adds a fifth bit per value, bit t of qh byte l for element l of group t (the interleaved
+// order is GGML's: d, dmin, scales, [qh words 0-3,] qs words 0-15).
+template <int RX, bool kFifthBit>
+void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
+  constexpr int64_t kBytes = kRows * (kFifthBit ? kquant::kQ5_KBytes : kquant::kQ4_KBytes);
+  constexpr int64_t kScales = kRows * 4, kQh = kScales + kRows * 12;
+  constexpr int64_t kQs = kQh + (kFifthBit ? kRows * 32 : 0);
   const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
     const uint8_t* block = g + sb * kBytes;
@@ -327,15 +297,20 @@ void q5_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
       k4_group_scales(scales, t, d, neg_dmin, sc, mn);
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
+        // Group t: the low (t even) or high nibbles of qs words 4(t / 2) + c, with Q5_K bit t of
+        // qh word c as the fifth bit.
         __m256i u[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           __m256i qs = half_word(block + kQs, 4 * (t / 2) + c, h);
           if (t % 2) qs = _mm256_srli_epi16(qs, 4);
-          __m256i qh = half_word(block + kQh, c, h);
-          if (t < 4) qh = _mm256_slli_epi16(qh, 4 - t);
-          if (t > 4) qh = _mm256_srli_epi16(qh, t - 4);
-          u[c] = _mm256_or_si256(_mm256_and_si256(qs, low4), _mm256_and_si256(qh, bit4));
+          u[c] = _mm256_and_si256(qs, low4);
+          if constexpr (kFifthBit) {
+            __m256i qh = half_word(block + kQh, c, h);
+            if (t < 4) qh = _mm256_slli_epi16(qh, 4 - t);
+            if (t > 4) qh = _mm256_srli_epi16(qh, t - 4);
+            u[c] = _mm256_or_si256(u[c], _mm256_and_si256(qh, bit4));
+          }
         }
         accumulate<RX, 0, true>(u, row_pairs(sc, h), row_pairs(mn, h), x + sb * kquant::kGroups + t,
                                 blocks, acc[h]);
@@ -534,9 +509,9 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
     for (int i = 0; i < RX; ++i) acc[h][i] = _mm256_setzero_ps();
   }
   if constexpr (F == RowFormat::kQ4_K) {
-    q4_k_tile<RX>(g, x, blocks, acc);
+    k4_tile<RX, false>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kQ5_K) {
-    q5_k_tile<RX>(g, x, blocks, acc);
+    k4_tile<RX, true>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kQ6_K) {
     q6_k_tile<RX>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kIQ4_XS) {
