@@ -48,6 +48,14 @@ int run_generate(const GenerateOptions& o) {
     log_error(device.error().message);
     return 1;
   }
+  // The one-shot command drives the CPU executor only; the launcher serves on the GPU.
+  if (*device == "cuda") {
+    if (o.device == "cuda") {
+      log_error("--device cuda: the generate command runs on the CPU; serve with the launcher");
+      return 1;
+    }
+    device_note = "Device: cpu (auto; the generate command runs on the CPU)";
+  }
   if (!device_note.empty()) log_info(device_note);
   if (o.kv_cache_dtype && !parse_kv_cache_dtype(*o.kv_cache_dtype)) {
     log_error("--kv-cache-dtype " + *o.kv_cache_dtype + ": expected " +

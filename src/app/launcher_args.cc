@@ -108,8 +108,8 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     return Error{"--kv-cache-dtype " + *a.kv_cache_dtype + ": expected " +
                  std::string(kKvCacheDtypeChoices)};
   }
-  if (a.device != "cpu")
-    return not_built("--device " + a.device, "this build has the CPU backend only");
+  if (a.device != "cpu" && a.device != "cuda")
+    return not_built("--device " + a.device, "the backends are cpu and cuda");
   if (a.watermark_gamma || a.watermark_delta)
     return not_built("--watermark-gamma/--watermark-delta", "watermarking is not built");
   if (a.ngrok) return not_built("--ngrok", "ngrok tunneling is not built (TGI's is broken too)");
@@ -119,13 +119,22 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
     warnings.push_back(
         "--trust-remote-code has no effect: no model code is ever downloaded or run");
   if (a.disable_custom_kernels)
-    warnings.push_back("--disable-custom-kernels has no effect on the CPU backend");
-  if (a.cuda_graphs)
-    warnings.push_back("--cuda-graphs " + *a.cuda_graphs + " has no effect on the CPU backend");
-  if (a.cuda_memory_fraction != 1.0) {
-    warnings.push_back(
-        "--cuda-memory-fraction has no effect on the CPU backend (the KV cache takes "
-        "--kv-cache-memory-fraction of the available RAM)");
+    warnings.push_back(std::string("--disable-custom-kernels has no effect on the ") +
+                       (a.device == "cuda" ? "CUDA" : "CPU") + " backend");
+  if (a.device == "cpu") {
+    if (a.cuda_graphs)
+      warnings.push_back("--cuda-graphs " + *a.cuda_graphs + " has no effect on the CPU backend");
+    if (a.cuda_memory_fraction != 1.0) {
+      warnings.push_back(
+          "--cuda-memory-fraction has no effect on the CPU backend (the KV cache takes "
+          "--kv-cache-memory-fraction of the available RAM)");
+    }
+  } else {
+    if (a.cuda_memory_fraction <= 0.0 || a.cuda_memory_fraction > 1.0)
+      return invalid("`cuda_memory_fraction` must be in (0, 1]");
+    if (a.kv_cache_dtype && *parse_kv_cache_dtype(*a.kv_cache_dtype) != DType::kF32)
+      warnings.push_back("--kv-cache-dtype " + *a.kv_cache_dtype +
+                         " has no effect on the CUDA backend yet (its KV cache is fp32)");
   }
   // TGI exports OTLP/gRPC; we speak OTLP/HTTP, whose collector port is 4318.
   if (a.otlp_endpoint && url_port(*a.otlp_endpoint) == kOtlpGrpcPort) {

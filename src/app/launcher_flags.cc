@@ -271,8 +271,12 @@ Result<std::string> resolve_device(const std::string& requested, bool built_with
           "--device cuda: this binary was built without CUDA (nvcc not found at configure "
           "time); use --device cpu"};
     }
-    return Error{
-        "--device cuda: the CUDA model runner is not built yet (issue 25); use --device cpu"};
+    if (num_cuda_devices == 0) {
+      return Error{
+          "--device cuda: no CUDA device is visible (cudaGetDeviceCount reports none); use "
+          "--device cpu"};
+    }
+    return std::string("cuda");
   }
   if (requested != "auto") return Error{"--device must be cpu, cuda or auto, not " + requested};
   if (!built_with_cuda) {
@@ -280,16 +284,16 @@ Result<std::string> resolve_device(const std::string& requested, bool built_with
   } else if (num_cuda_devices == 0) {
     note = "Device: cpu (auto; no CUDA device visible)";
   } else {
-    note = "Device: cpu (auto; " + std::to_string(num_cuda_devices) +
-           " CUDA device(s) visible, but the CUDA model runner is not built yet (issue 25))";
+    note = "Device: cuda (auto; " + std::to_string(num_cuda_devices) + " CUDA device(s) visible)";
+    return std::string("cuda");
   }
   return std::string("cpu");
 }
 
 Result<std::string> resolve_device(const std::string& requested, std::string& note) {
 #if defined(LM_WITH_CUDA)
-  // Only auto needs to know the devices; asking initializes the CUDA runtime, so skip it for cpu.
-  const int num_devices = requested == "auto" ? kernels::cuda::device_count() : 0;
+  // Asking initializes the CUDA runtime, so --device cpu never does.
+  const int num_devices = requested != "cpu" ? kernels::cuda::device_count() : 0;
   return resolve_device(requested, /*built_with_cuda=*/true, num_devices, note);
 #else
   return resolve_device(requested, /*built_with_cuda=*/false, 0, note);

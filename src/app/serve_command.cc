@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/cpu_isa_flag.h"
+#include "app/cuda_start.h"
 #include "app/http_config.h"
 #include "app/launcher_flags.h"
 #include "app/log_level.h"
@@ -65,11 +66,14 @@ void apply_log_level_from_env() {
   }
 }
 
-// Variables TGI's shards read that select GPU code paths; harmless here, said once.
-void note_gpu_environment() {
+// Variables TGI's shards read that select GPU code paths; harmless here, said once. The CUDA
+// runner reads TGI_WIGGLE_ROOM (device_kv_plan.h).
+void note_gpu_environment(const std::string& device) {
   for (const char* name : {"USE_FLASH_ATTENTION", "ATTENTION", "TGI_WIGGLE_ROOM"}) {
+    if (device == "cuda" && std::string_view(name) == "TGI_WIGGLE_ROOM") continue;
     if (const char* value = std::getenv(name)) {
-      log_warn(fmt::format("{}={} has no effect on the CPU backend", name, value));
+      log_warn(fmt::format("{}={} has no effect on the {} backend", name, value,
+                           device == "cuda" ? "CUDA" : "CPU"));
     }
   }
 }
@@ -134,7 +138,7 @@ int run_server(const LauncherArgs& args) {
   auto warnings = check_launcher_args(checked);
   if (!warnings.ok()) return fail(warnings.error().message);
   for (const std::string& w : *warnings) log_warn(w);
-  note_gpu_environment();
+  note_gpu_environment(*device);
   auto dtype = launcher_dtype(args);
   if (!dtype.ok()) return fail(dtype.error().message);
   auto rope = launcher_rope_scaling(args);
@@ -185,9 +189,8 @@ int run_server(const LauncherArgs& args) {
                                  *load_quantization != DType::kFP4 &&
                                  *load_quantization != DType::kF8_E4M3 &&
                                  load_row_quantizer(*args.quantize) != ops::RowQuantizer::kLlmInt8;
-  const DType kv_dtype =
-      resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
-                             plan.weights.num_quantized > 0 || int8_path_at_load);
+  DType kv_dtype = resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
+                                          plan.weights.num_quantized > 0 || int8_path_at_load);
   plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
   plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
   plan.limits.weights_bytes = plan.weights.bytes;
@@ -223,7 +226,7 @@ int run_server(const LauncherArgs& args) {
     engine_config.kv_window_tokens = std::ranges::max(windows);
   // Unused cached prefixes are kept resident up to a budget (a quarter of the pool by default),
   // so that resident memory follows the working set rather than growing to the whole pool.
-  const int64_t kv_bytes_per_block = plan.limits.kv_bytes_per_token * engine_config.block_size;
+  int64_t kv_bytes_per_block = plan.limits.kv_bytes_per_token * engine_config.block_size;
   if (!args.prefix_cache_max_mib) {
     engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
   } else if (*args.prefix_cache_max_mib >= 0) {
@@ -254,21 +257,49 @@ int run_server(const LauncherArgs& args) {
         summarize_weights((*model)->weights()).stored_dtypes));
   }
   if (*dtype) (*model)->convert_float_weights(**dtype, pool);
-  (*model)->set_int8_activations(args.int8_activations);
-  if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
-    log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
-  if (const int64_t n = (*model)->num_panelled_weights(); n > 0)
-    log_info(fmt::format("Put {} F16/BF16 weight matrices in panels of 16 rows", n));
-  log_info(memory_log_line(plan));
-  if (settings->max_batch_total_tokens_inferred) {
-    log_info(fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
-  }
+  // The engine's executor: the CUDA runner's (which uploads the weights as they are now, warms
+  // up and sizes its K/V pool from free device memory), or the CPU's over the prepared weights.
+  std::unique_ptr<Executor> executor;
+#if defined(LM_WITH_CUDA)
+  CudaServing cuda;
+#endif
+  if (*device == "cuda") {
+#if defined(LM_WITH_CUDA)
+    log_info("Warming up model");
+    auto started = start_cuda_serving(args, **model, *settings, engine_config);
+    if (!started.ok()) return fail(started.error().message);
+    cuda = std::move(*started);
+    executor = std::move(cuda.executor);
+    kv_dtype = DType::kF32;
+    plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
+    kv_bytes_per_block = cuda.backend->model().kv_bytes_per_block(config, engine_config.block_size);
+    if (!args.prefix_cache_max_mib) {
+      engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
+    } else if (*args.prefix_cache_max_mib >= 0) {
+      engine_config.max_cached_blocks = (*args.prefix_cache_max_mib << 20) / kv_bytes_per_block;
+    }
+#else
+    return fail("--device cuda: this binary was built without CUDA");
+#endif
+  } else {
+    (*model)->set_int8_activations(args.int8_activations);
+    if (const int64_t n = (*model)->num_interleaved_weights(); n > 0)
+      log_info(fmt::format("Interleaved {} weight matrices for the int8 GEMM", n));
+    if (const int64_t n = (*model)->num_panelled_weights(); n > 0)
+      log_info(fmt::format("Put {} F16/BF16 weight matrices in panels of 16 rows", n));
+    log_info(memory_log_line(plan));
+    if (settings->max_batch_total_tokens_inferred) {
+      log_info(
+          fmt::format("Setting max batch total tokens to {}", settings->max_batch_total_tokens));
+    }
 
-  log_info("Warming up model");
-  if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64),
-                         kv_dtype);
-      !s.ok()) {
-    return fail(s.error().message);
+    log_info("Warming up model");
+    if (Status s = warm_up(**model, pool, std::min<int64_t>(settings->max_batch_prefill_tokens, 64),
+                           kv_dtype);
+        !s.ok()) {
+      return fail(s.error().message);
+    }
+    executor = std::make_unique<ModelExecutor>(**model, pool, engine_config, kv_dtype);
   }
 
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
@@ -309,8 +340,7 @@ int run_server(const LauncherArgs& args) {
   ServerState state;
   state.span_exporter = span_exporter.get();
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
-  Engine engine(engine_config,
-                std::make_unique<ModelExecutor>(**model, pool, engine_config, kv_dtype),
+  Engine engine(engine_config, std::move(executor),
                 [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); });
   state.tokenizer = tokenizer->get();
   state.engine = &engine;

@@ -32,6 +32,11 @@ class Sampler {
   // masks the scores after the penalties and before the warpers, TGI's order.
   SampleResult sample(std::span<float> logits, std::span<const int32_t> token_bitmask = {});
 
+  // The uniform in [0, 1) the next random draw takes from this sequence's generator, for a
+  // device sampler that draws from processed scores itself (the generator advances as one
+  // sample() of a random row advances it).
+  double next_uniform() { return random_.next_double(); }
+
   // Whether the choice is random: do_sample, or any warper set (TGI flips to sampling then).
   bool is_random() const { return is_random_; }
 

@@ -77,8 +77,13 @@ TEST(LauncherArgs, RefusesSettingsThatChangeResultsAndAreNotBuilt) {
     EXPECT_EQ(check_error(a), "") << name;
   }
   a = {};
+  a.device = "tpu";
+  EXPECT_NE(check_error(a).find("the backends are cpu and cuda"), std::string::npos);
+  a = {};
   a.device = "cuda";
-  EXPECT_NE(check_error(a).find("CPU backend only"), std::string::npos);
+  EXPECT_EQ(check_error(a), "");
+  a.cuda_memory_fraction = 0.0;
+  EXPECT_EQ(check_error(a), "Invalid argument: `cuda_memory_fraction` must be in (0, 1]");
   a = {};
   a.dtype = "float8";
   EXPECT_EQ(check_error(a), "Invalid argument: `dtype` must be one of float16, bfloat16, float32");

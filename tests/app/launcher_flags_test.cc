@@ -58,7 +58,7 @@ TEST(LauncherFlags, MaxStepLatencyDefaultsTo300MsAndTakesFlagOrEnvironment) {
   EXPECT_NE(checked.error().message.find("`max_step_latency_ms` must be >= 0"), std::string::npos);
 }
 
-TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
+TEST(LauncherFlags, CudaRunsWhereADeviceIsVisibleAndAutoFallsBackToCpu) {
   std::string note;
   auto cpu = resolve_device("cpu", false, 0, note);
   ASSERT_TRUE(cpu.ok());
@@ -71,24 +71,28 @@ TEST(LauncherFlags, CudaIsRefusedWithTheReasonAndAutoFallsBackToCpu) {
                 "this binary was built without CUDA (nvcc not found at configure time); use "
                 "--device cpu"),
             std::string::npos);
-  auto not_built = resolve_device("cuda", /*built_with_cuda=*/true, 1, note);
-  ASSERT_FALSE(not_built.ok());
-  EXPECT_NE(not_built.error().message.find(
-                "the CUDA model runner is not built yet (issue 25); use --device cpu"),
-            std::string::npos);
+  auto no_device = resolve_device("cuda", /*built_with_cuda=*/true, 0, note);
+  ASSERT_FALSE(no_device.ok());
+  EXPECT_NE(no_device.error().message.find("no CUDA device is visible"), std::string::npos);
+  auto cuda = resolve_device("cuda", /*built_with_cuda=*/true, 1, note);
+  ASSERT_TRUE(cuda.ok());
+  EXPECT_EQ(*cuda, "cuda");
 
   for (bool built : {false, true}) {
     for (int devices : {0, 2}) {
       auto choice = resolve_device("auto", built, devices, note);
       ASSERT_TRUE(choice.ok());
-      EXPECT_EQ(*choice, "cpu");
-      EXPECT_NE(note.find("Device: cpu (auto;"), std::string::npos) << note;
+      const std::string expected = built && devices > 0 ? "cuda" : "cpu";
+      EXPECT_EQ(*choice, expected);
+      EXPECT_NE(note.find("Device: " + expected + " (auto;"), std::string::npos) << note;
     }
   }
   EXPECT_FALSE(resolve_device("tpu", true, 1, note).ok());
 
-  // This binary on this machine: auto always runs, cuda never does (yet).
-  EXPECT_TRUE(resolve_device("auto", note).ok());
+  // This binary on this machine (no GPU): auto runs on the CPU, cuda is refused.
+  auto here = resolve_device("auto", note);
+  ASSERT_TRUE(here.ok());
+  EXPECT_EQ(*here, "cpu");
   EXPECT_FALSE(resolve_device("cuda", note).ok());
 }
 

@@ -89,9 +89,11 @@ def needed_libraries() -> list[str]:
         pytest.fail(f"{LAUNCHER} missing: build first (`make build`)")
     out = subprocess.run(["readelf", "-d", str(LAUNCHER)], capture_output=True, text=True,
                          check=True).stdout
-    # The image is built with LM_CUDA=OFF; the host's build links the CUDA runtime when nvcc exists.
+    # The image is built with LM_CUDA=OFF; the host's build links the CUDA runtime and cuBLAS
+    # (the CUDA runner) when nvcc exists.
     return [n for n in re.findall(r"\[(.+?)\]", "\n".join(
-        ln for ln in out.splitlines() if "NEEDED" in ln)) if not n.startswith("libcudart")]
+        ln for ln in out.splitlines() if "NEEDED" in ln))
+        if not n.startswith(("libcudart", "libcublas"))]
 
 
 # ---- the checks, each a function of the Dockerfile's text --------------------------------------

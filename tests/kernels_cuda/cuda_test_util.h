@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
+#include "kernels/cpu/row_format.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_info.h"
 
@@ -88,6 +91,38 @@ inline void expect_near_all(const std::vector<float>& actual, const std::vector<
   EXPECT_EQ(failures, 0u) << what << ": worst at " << worst << ": got " << actual[worst]
                           << ", want " << expected[worst] << " (abs " << abs_tol << ", rel "
                           << rel_tol << ")";
+}
+
+// n rows of k values in `format` (GGML's reference quantizers for the block formats), each row
+// padded to row_stride bytes.
+inline std::vector<uint8_t> make_weights(RowFormat format, const std::vector<float>& values,
+                                         int64_t n, int64_t k, int64_t row_stride) {
+  std::vector<uint8_t> w(static_cast<size_t>(n * row_stride), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    const float* src = values.data() + j * k;
+    uint8_t* dst = w.data() + j * row_stride;
+    switch (format) {
+      case RowFormat::kQ8_0:
+        quantize_row_q8_0(src, dst, k);
+        break;
+      case RowFormat::kQ4_0:
+        quantize_row_q4_0(src, dst, k);
+        break;
+      case RowFormat::kQ4_1:
+        quantize_row_q4_1(src, dst, k);
+        break;
+      case RowFormat::kF32:
+        std::memcpy(dst, src, static_cast<size_t>(k) * 4);
+        break;
+      default:
+        for (int64_t i = 0; i < k; ++i) {
+          const uint16_t h =
+              format == RowFormat::kF16 ? fp32_to_fp16(src[i]) : fp32_to_bf16(src[i]);
+          std::memcpy(dst + 2 * i, &h, 2);
+        }
+    }
+  }
+  return w;
 }
 
 }  // namespace lm::kernels::cuda::testing

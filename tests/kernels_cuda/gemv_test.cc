@@ -15,40 +15,10 @@ namespace {
 
 using testing::CudaKernelTest;
 using testing::DeviceBuffer;
+using testing::make_weights;
 using testing::random_floats;
 
 using GemvTest = CudaKernelTest;
-
-// n rows of k values in `format`, each row padded to row_stride bytes.
-std::vector<uint8_t> make_weights(RowFormat format, const std::vector<float>& values, int64_t n,
-                                  int64_t k, int64_t row_stride) {
-  std::vector<uint8_t> w(static_cast<size_t>(n * row_stride), 0);
-  for (int64_t j = 0; j < n; ++j) {
-    const float* src = values.data() + j * k;
-    uint8_t* dst = w.data() + j * row_stride;
-    switch (format) {
-      case RowFormat::kQ8_0:
-        quantize_row_q8_0(src, dst, k);
-        break;
-      case RowFormat::kQ4_0:
-        quantize_row_q4_0(src, dst, k);
-        break;
-      case RowFormat::kQ4_1:
-        quantize_row_q4_1(src, dst, k);
-        break;
-      case RowFormat::kF32:
-        std::memcpy(dst, src, static_cast<size_t>(k) * 4);
-        break;
-      default:
-        for (int64_t i = 0; i < k; ++i) {
-          const uint16_t h =
-              format == RowFormat::kF16 ? fp32_to_fp16(src[i]) : fp32_to_bf16(src[i]);
-          std::memcpy(dst + 2 * i, &h, 2);
-        }
-    }
-  }
-  return w;
-}
 
 void check_gemv(RowFormat format, int64_t n, int64_t k, int64_t pad_bytes, bool with_bias) {
   SCOPED_TRACE(std::string(row_format_info(format).name) + " n " + std::to_string(n) + " k " +

@@ -408,6 +408,19 @@ TEST_F(ModelExecutorTest, WarmUpRunsAForwardAndRejectsAnEmptyPrompt) {
   EXPECT_EQ(empty.error().message, "the warm-up needs at least one token");
 }
 
+// The CUDA runner warms up through the executor it then serves with: the warm-up borrows it and
+// hands its sequence back.
+TEST_F(ModelExecutorTest, WarmUpThroughAKeptExecutorReleasesItsSequence) {
+  EngineConfig config;
+  config.block_size = 4;
+  config.max_batch_total_tokens = 128;
+  ModelExecutor executor(*model_, *pool_, config);
+  executor.set_reject_non_finite_logits(true);
+  EXPECT_TRUE(warm_up(executor, model_->config(), 64, 4).ok());
+  EXPECT_EQ(executor.num_sequences(), 0);
+  EXPECT_FALSE(warm_up(executor, model_->config(), 0, 4).ok());
+}
+
 // Overwrites the bytes of `tensor` in a .safetensors file with 0xff (NaN in every float dtype).
 void poison_tensor(const std::filesystem::path& file, const std::string& tensor) {
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);

@@ -2,16 +2,10 @@
 #include "base/check.h"
 #include "kernels/cuda/activations.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid.cuh"
 
 namespace lm::kernels::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
 
 __global__ void silu_mul_kernel(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -32,14 +26,14 @@ __global__ void add_inplace_kernel(float* y, const float* x, int64_t n) {
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
   LM_CHECK(n >= 0);
   if (n == 0) return;
-  silu_mul_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, out, n);
+  silu_mul_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(gate, up, out, n);
   LM_CUDA_CHECK(cudaGetLastError());
 }
 
 void add_inplace(float* y, const float* x, int64_t n, cudaStream_t stream) {
   LM_CHECK(n >= 0);
   if (n == 0) return;
-  add_inplace_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, x, n);
+  add_inplace_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(y, x, n);
   LM_CUDA_CHECK(cudaGetLastError());
 }
 

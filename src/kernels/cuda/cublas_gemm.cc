@@ -29,6 +29,11 @@ CublasGemm::~CublasGemm() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
+void CublasGemm::set_workspace(void* workspace, size_t bytes) {
+  workspace_ = workspace;
+  workspace_bytes_ = bytes;
+}
+
 void CublasGemm::matmul_f32_out(GemmType type, const void* x, const void* w, float* y, int64_t m,
                                 int64_t n, int64_t k, cudaStream_t stream) {
   run(type, x, w, y, /*y_f32=*/true, m, n, k, stream);
@@ -45,6 +50,10 @@ void CublasGemm::run(GemmType type, const void* x, const void* w, void* y, bool 
   LM_CHECK(m >= 0 && n >= 0 && k > 0 && m <= kMaxInt && n <= kMaxInt && k <= kMaxInt);
   if (m == 0 || n == 0) return;
   check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
+  // NOTE: cublasSetStream puts the handle back on cuBLAS's own workspace pool, so ours is given
+  // again after it on every call.
+  if (workspace_ != nullptr)
+    check_cublas(cublasSetWorkspace(handle_, workspace_, workspace_bytes_), "cublasSetWorkspace");
   const cudaDataType_t ab_type = type == GemmType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType_t c_type = y_f32 ? CUDA_R_32F : ab_type;
   const float alpha = 1.0f;

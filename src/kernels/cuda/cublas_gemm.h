@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 // cublasHandle_t without including cublas_v2.h in every user.
@@ -26,6 +27,10 @@ class CublasGemm {
   void matmul_f32_out(GemmType type, const void* x, const void* w, float* y, int64_t m, int64_t n,
                       int64_t k, cudaStream_t stream);
 
+  // Gives cuBLAS a workspace of its own (device memory the caller owns and keeps alive), so that
+  // it allocates nothing while a stream is captured into a CUDA graph.
+  void set_workspace(void* workspace, size_t bytes);
+
   // The same with y in `type` (rounded from the fp32 sums).
   void matmul(GemmType type, const void* x, const void* w, void* y, int64_t m, int64_t n, int64_t k,
               cudaStream_t stream);
@@ -35,6 +40,8 @@ class CublasGemm {
            int64_t k, cudaStream_t stream);
 
   cublasContext* handle_ = nullptr;
+  void* workspace_ = nullptr;  // set_workspace's (null: cuBLAS's own pool)
+  size_t workspace_bytes_ = 0;
 };
 
 }  // namespace lm::kernels::cuda

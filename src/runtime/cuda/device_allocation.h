@@ -1,0 +1,45 @@
+// Owned device memory (cudaMalloc, zeroed) and page-locked host memory (cudaMallocHost, so that
+// device-to-host copies into it run asynchronously on the stream), freed on destruction; and
+// what the device has free. The CUDA runner's only allocations: it allocates everything at start
+// and nothing while serving, so CUDA graphs can replay its pointers.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/device_kv_plan.h"
+
+namespace lm::cuda_runtime {
+
+enum class MemoryKind { kDevice, kPinnedHost };
+
+template <MemoryKind kKind>
+class CudaMemory {
+ public:
+  CudaMemory() = default;
+  explicit CudaMemory(int64_t bytes);
+  CudaMemory(CudaMemory&& other) noexcept;
+  CudaMemory& operator=(CudaMemory&& other) noexcept;
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  ~CudaMemory() { release(); }
+
+  template <typename T>
+  T* as(int64_t byte_offset = 0) const {
+    return reinterpret_cast<T*>(static_cast<char*>(data_) + byte_offset);
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  void release();
+
+  void* data_ = nullptr;
+  int64_t bytes_ = 0;
+};
+
+using DeviceAllocation = CudaMemory<MemoryKind::kDevice>;
+using PinnedAllocation = CudaMemory<MemoryKind::kPinnedHost>;
+
+// cudaMemGetInfo of the current device.
+DeviceMemoryInfo device_memory_info();
+
+}  // namespace lm::cuda_runtime
