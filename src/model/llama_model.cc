@@ -102,7 +102,9 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
     // fp8 also names an FP8 checkpoint's format (TGI's manifests set it for those).
     const bool names_checkpoint = options.quantize && *options.quantize == "fp8" && quantization;
     if (options.quantize && load_quantization_dtype(*options.quantize) && !names_checkpoint) {
-      if (quantization) {
+      // A checkpoint whose quantization_config quantizes only the KV cache (FP8 scales) has
+      // float weights: they are quantized at load like any float checkpoint's.
+      if (quantization && quantization->quantizes_weights()) {
         return Error{"--quantize " + *options.quantize + ": " + path + " is already quantized (" +
                      quant_method_name(quantization->method) +
                      "); quantizing at load applies to float checkpoints: drop --quantize"};

@@ -76,6 +76,17 @@ TEST(KvScales, AreReadPerLayer) {
   }
 }
 
+// The checkpoint's weights are float (only the cache is quantized): --quantize quantizes them at
+// load as it does any float checkpoint's, and the scales stay.
+TEST(KvScales, AKvOnlyCheckpointsFloatWeightsAreQuantizedAtLoad) {
+  auto model = LlamaModel::load(kFixture.string(), {.rope_scaling = {}, .quantize = "q8_0"});
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  ThreadPool pool(2);
+  EXPECT_GT((*model)->quantize_float_weights(DType::kQ8_0, pool), 0);
+  EXPECT_EQ((*model)->weights().layers[0].q_proj.dtype, DType::kQ8_0);
+  EXPECT_TRUE((*model)->weights().layers[0].has_kv_scales);
+}
+
 TEST(KvScales, AnFp8CacheComputesWhatTransformersComputesThroughTheScaledCache) {
   auto model = LlamaModel::load(kFixture.string());
   ASSERT_TRUE(model.ok()) << model.error().message;
