@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -196,7 +197,11 @@ int run_server(const LauncherArgs& args) {
   plan.limits.weights_bytes = plan.weights.bytes;
   plan.limits.activation_bytes_per_token = LlamaModel::workspace_bytes_per_token(config);
   plan.kv_cache_memory_fraction = args.kv_cache_memory_fraction;
-  auto settings = derive_serve_settings(args, plan.limits, plan.memory.bytes);
+  // On the GPU the K/V pool lives in device memory, sized after warm-up (cuda_start.h): host RAM
+  // bounds nothing here, and the device plan checks the limits.
+  auto settings = derive_serve_settings(
+      args, plan.limits,
+      *device == "cuda" ? std::numeric_limits<uint64_t>::max() : plan.memory.bytes);
   if (!settings.ok()) return fail(settings.error().message);
   plan.settings = *settings;
 

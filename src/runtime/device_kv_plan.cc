@@ -30,7 +30,8 @@ Result<DeviceKvPlan> plan_device_kv(const DeviceKvSizing& s) {
   DeviceKvPlan plan;
   plan.usable_bytes = static_cast<int64_t>(std::floor(
       static_cast<double>(usable_device_memory(s.memory, s.memory_fraction)) * s.wiggle_room));
-  const int64_t fit = plan.usable_bytes / s.kv_bytes_per_block;  // blocks beside block 0
+  // Blocks beside the reserved block 0, which the pool holds too.
+  const int64_t fit = plan.usable_bytes / s.kv_bytes_per_block - 1;
   if (fit < 1) {
     return Error{"Not enough device memory for the KV cache: " + gib(plan.usable_bytes) +
                  " usable after the weights and workspaces (" + gib(s.memory.free_bytes) +

@@ -137,6 +137,11 @@ Status check_cuda_runner_supports(const ModelConfig& c) {
   if (c.rotary_dims() != c.head_dim) return lacks(c, "RoPE over part of each head");
   if (c.rope.type == RopeType::kDynamic || c.rope.type == RopeType::kLongRope)
     return lacks(c, "RoPE that depends on the sequence's length (dynamic NTK, LongRoPE)");
+  // The GEMV reads each activation row with 16-byte loads.
+  for (const int64_t width :
+       {c.hidden_size, c.intermediate_size, c.num_attention_heads * c.head_dim,
+        c.num_key_value_heads * c.head_dim})
+    if (width % 4 != 0) return lacks(c, "a layer width that is not a multiple of 4");
   if (c.head_dim > 256 || c.head_dim % 2 != 0)
     return lacks(
         c, "attention heads of " + std::to_string(c.head_dim) + " dimensions (at most 256, even)");

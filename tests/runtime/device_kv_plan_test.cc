@@ -29,7 +29,9 @@ TEST(DeviceKvPlan, FillsTheUsableMemoryTimesTheWiggleRoomInWholeBlocks) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const int64_t usable = static_cast<int64_t>(10.0 * kGiB * 0.90);
   EXPECT_EQ(plan->usable_bytes, usable);
-  EXPECT_EQ(plan->num_blocks, usable / (16 * 1024) + 1);  // + the reserved block 0
+  // The whole pool, the reserved block 0 included, fits the usable bytes.
+  EXPECT_EQ(plan->num_blocks, usable / (16 * 1024));
+  EXPECT_LE(plan->num_blocks * 16 * 1024, plan->usable_bytes);
   EXPECT_EQ(plan->max_batch_total_tokens, (plan->num_blocks - 1) * 16);
   EXPECT_TRUE(plan->inferred);
 }
@@ -49,7 +51,8 @@ TEST(DeviceKvPlan, AGivenMaxBatchTotalTokensIsHeldWhenItFits) {
 }
 
 TEST(DeviceKvPlan, NoRoomForOneBlockIsAnErrorThatSaysWhatToChange) {
-  auto plan = plan_device_kv(sizing(10 * 1024, 80 * kGiB, 1.0));
+  // 20 KiB free, 18 KiB usable: the reserved block fits, no block beside it.
+  auto plan = plan_device_kv(sizing(int64_t{20} * 1024, 80 * kGiB, 1.0));
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.error().message.find("--max-batch-prefill-tokens"), std::string::npos);
   EXPECT_FALSE(plan_device_kv(sizing(10 * kGiB, 80 * kGiB, 0.0)).ok());

@@ -52,8 +52,7 @@ void** slot(T*& ptr) {
 CudaExecutor::CudaExecutor(CudaModel& model, const EngineConfig& config)
     : model_(model),
       stream_(model.stream()),
-      table_width_((model.limits().max_context_len + config.block_size - 1) / config.block_size +
-                   1),
+      table_width_(model.limits().max_context_len / std::max<int64_t>(config.block_size, 1) + 2),
       step_sampler_(model.config().vocab_size) {
   LM_CHECK(config.block_size > 0);
   const int64_t t = model.limits().max_tokens;
@@ -181,6 +180,7 @@ void CudaExecutor::enqueue_forward(const BatchInput& in) {
     step.max_context_len =
         *std::max_element(decode_inputs_.context_lens.begin(), decode_inputs_.context_lens.end());
   }
+  LM_CHECK(in.max_blocks_per_seq <= table_width_);
   upload(token_ids_, in.token_ids);
   upload(positions_, in.positions);
   upload(slot_mapping_, in.slot_mapping);

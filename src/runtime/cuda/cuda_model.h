@@ -5,6 +5,10 @@
 // (dequantizing non-16-bit weights into a scratch first) and run cuBLAS with fp32 accumulation.
 // Every buffer is allocated at construction, so a step allocates nothing and a decode step can
 // be captured as a CUDA graph.
+// NOTE: unlike the CPU kernels these are not batch-invariant: a Linear of more than kGemvMaxRows
+// rows takes the fp16 GEMM, and a decode step of up to kMaxDecodeAttentionSeqs sequences the
+// split decode attention, so a row's logits can differ in their last bits with the step's size
+// (as on TGI's and vLLM's GPUs). The launcher therefore keeps speculation off on the device.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -16,6 +16,9 @@ CudaMemory<kKind>::CudaMemory(int64_t bytes) : bytes_(bytes) {
   if constexpr (kKind == MemoryKind::kDevice) {
     LM_CUDA_CHECK(cudaMalloc(&data_, static_cast<size_t>(bytes)));
     LM_CUDA_CHECK(cudaMemset(data_, 0, static_cast<size_t>(bytes)));
+    // NOTE: cudaMemset may return before the zeros land, and the runner's stream does not wait
+    // for the legacy default stream (cudaStreamNonBlocking): wait here, at start-up only.
+    LM_CUDA_CHECK(cudaDeviceSynchronize());
   } else {
     LM_CUDA_CHECK(cudaMallocHost(&data_, static_cast<size_t>(bytes)));
   }

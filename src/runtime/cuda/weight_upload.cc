@@ -39,6 +39,9 @@ DeviceAllocation upload_weights(const DeviceWeightPlan& plan) {
     LM_CUDA_CHECK(cudaMemcpy(arena.as<char>(v.offset), v.values.data(),
                              v.values.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
+  // A copy from pageable memory returns once staged: the runner's non-blocking stream must not
+  // read the arena before the last bytes land.
+  LM_CUDA_CHECK(cudaDeviceSynchronize());
   return arena;
 }
 
