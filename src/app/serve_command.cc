@@ -232,11 +232,15 @@ int run_server(const LauncherArgs& args) {
   // Unused cached prefixes are kept resident up to a budget (a quarter of the pool by default),
   // so that resident memory follows the working set rather than growing to the whole pool.
   int64_t kv_bytes_per_block = plan.limits.kv_bytes_per_token * engine_config.block_size;
-  if (!args.prefix_cache_max_mib) {
-    engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
-  } else if (*args.prefix_cache_max_mib >= 0) {
-    engine_config.max_cached_blocks = (*args.prefix_cache_max_mib << 20) / kv_bytes_per_block;
-  }
+  // Again once the CUDA runner has sized its own pool.
+  auto set_prefix_cache_budget = [&] {
+    if (!args.prefix_cache_max_mib) {
+      engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
+    } else if (*args.prefix_cache_max_mib >= 0) {
+      engine_config.max_cached_blocks = (*args.prefix_cache_max_mib << 20) / kv_bytes_per_block;
+    }
+  };
+  set_prefix_cache_budget();
   plan.kv_block_size = engine_config.block_size;
   plan.kv_num_blocks = kv_num_blocks(engine_config);
   plan.prefix_caching = engine_config.prefix_caching;
@@ -277,12 +281,9 @@ int run_server(const LauncherArgs& args) {
     executor = std::move(cuda.executor);
     kv_dtype = DType::kF32;
     plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
-    kv_bytes_per_block = cuda.backend->model().kv_bytes_per_block(config, engine_config.block_size);
-    if (!args.prefix_cache_max_mib) {
-      engine_config.max_cached_blocks = (kv_num_blocks(engine_config) - 1) / 4;
-    } else if (*args.prefix_cache_max_mib >= 0) {
-      engine_config.max_cached_blocks = (*args.prefix_cache_max_mib << 20) / kv_bytes_per_block;
-    }
+    kv_bytes_per_block =
+        cuda_runtime::CudaModel::kv_bytes_per_block(config, engine_config.block_size);
+    set_prefix_cache_budget();
 #else
     return fail("--device cuda: this binary was built without CUDA");
 #endif

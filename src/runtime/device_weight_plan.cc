@@ -11,10 +11,6 @@
 namespace lm {
 namespace {
 
-int64_t align_up(int64_t bytes) {
-  return (bytes + kDeviceArenaAlignment - 1) / kDeviceArenaAlignment * kDeviceArenaAlignment;
-}
-
 Error lacks(const ModelConfig& c, const std::string& what) {
   return Error{"--device cuda: the CUDA runner does not compute " + what +
                " yet (this model: " + c.architecture_name + "); use --device cpu"};
@@ -79,7 +75,7 @@ class ArenaBuilder {
  private:
   int64_t next(int64_t bytes) {
     const int64_t offset = plan_.arena_bytes;
-    plan_.arena_bytes = align_up(offset + bytes);
+    plan_.arena_bytes = device_aligned(offset + bytes);
     return offset;
   }
 

@@ -19,6 +19,9 @@ namespace lm {
 
 // Arena offsets are multiples of this (cudaMalloc's own alignment; vector loads need 16).
 inline constexpr int64_t kDeviceArenaAlignment = 256;
+inline constexpr int64_t device_aligned(int64_t bytes) {
+  return (bytes + kDeviceArenaAlignment - 1) / kDeviceArenaAlignment * kDeviceArenaAlignment;
+}
 
 // The stored formats a device kernel reads as they are.
 bool device_reads_stored_format(kernels::RowFormat format);

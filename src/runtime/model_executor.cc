@@ -6,20 +6,10 @@
 #include <future>
 #include <string>
 
+#include "runtime/lap_clock.h"
 #include "runtime/request_check.h"
 
 namespace lm {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point& last) {
-  const auto now = std::chrono::steady_clock::now();
-  const double seconds = std::chrono::duration<double>(now - last).count();
-  last = now;
-  return seconds;
-}
-
-}  // namespace
-
 ModelExecutor::ModelExecutor(LlamaModel& model, ThreadPool& pool, const EngineConfig& config,
                              DType kv_dtype)
     : model_(model),

@@ -55,9 +55,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::start(const LlamaModel& model,
   limits.max_context_len = o.max_total_tokens + o.speculate + 1;
   backend->model_ = std::make_unique<CudaModel>(config, std::move(*plan), std::move(weights),
                                                 limits, backend->stream_);
-  EngineConfig executor_config;
-  executor_config.block_size = o.block_size;
-  backend->executor_ = std::make_unique<CudaExecutor>(*backend->model_, executor_config);
+  backend->executor_ = std::make_unique<CudaExecutor>(*backend->model_, o.block_size);
   log_info(fmt::format("Workspaces: {:.2f} GiB for steps of up to {} tokens",
                        gib(backend->model_->workspace_bytes()), limits.max_tokens));
 

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "base/result.h"
-#include "engine/engine_config.h"
 #include "model/llama_model.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/cuda/cuda_model.h"

@@ -14,6 +14,7 @@
 #include "kernels/cuda/token_choice.h"
 #include "runtime/cuda_graph_sizes.h"
 #include "runtime/device_sampling_route.h"
+#include "runtime/lap_clock.h"
 #include "runtime/request_check.h"
 
 namespace lm::cuda_runtime {
@@ -21,66 +22,28 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-double seconds_since(std::chrono::steady_clock::time_point& last) {
-  const auto now = std::chrono::steady_clock::now();
-  const double seconds = std::chrono::duration<double>(now - last).count();
-  last = now;
-  return seconds;
-}
-
-int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Carves `memory` (allocated here) into the parts, in order, each 256-byte aligned.
-void carve(DeviceAllocation& memory, const std::vector<std::pair<void**, int64_t>>& parts) {
-  int64_t total = 0;
-  for (const auto& part : parts) total += aligned(part.second);
-  memory = DeviceAllocation(total);
-  int64_t offset = 0;
-  for (const auto& [ptr, bytes] : parts) {
-    *ptr = memory.as<void>(offset);
-    offset += aligned(bytes);
-  }
-}
-
-template <typename T>
-void** slot(T*& ptr) {
-  return reinterpret_cast<void**>(&ptr);
-}
-
 }  // namespace
 
-CudaExecutor::CudaExecutor(CudaModel& model, const EngineConfig& config)
+CudaExecutor::CudaExecutor(CudaModel& model, int64_t block_size)
     : model_(model),
       stream_(model.stream()),
-      table_width_(model.limits().max_context_len / std::max<int64_t>(config.block_size, 1) + 2),
+      table_width_(model.limits().max_context_len / std::max<int64_t>(block_size, 1) + 2),
       step_sampler_(model.config().vocab_size) {
-  LM_CHECK(config.block_size > 0);
+  LM_CHECK(block_size > 0);
   const int64_t t = model.limits().max_tokens;
   const int64_t vocab = model.config().vocab_size;
-  carve(input_memory_, {{slot(token_ids_), t * 4},
-                        {slot(positions_), t * 4},
-                        {slot(query_begins_), (t + 1) * 4},
-                        {slot(first_positions_d_), t * 4},
-                        {slot(context_lens_), t * 4},
-                        {slot(logit_rows_), t * 4},
-                        {slot(block_tables_), t * table_width_ * 4},
-                        {slot(slot_mapping_), t * 8}});
+  carve(input_memory_,
+        {part(token_ids_, t * 4), part(positions_, t * 4), part(query_begins_, (t + 1) * 4),
+         part(first_positions_d_, t * 4), part(context_lens_, t * 4), part(logit_rows_, t * 4),
+         part(block_tables_, t * table_width_ * 4), part(slot_mapping_, t * 8)});
   const int64_t r = kMaxDeviceSampleRows;
   warper_workspace_bytes_ = kc::warper_workspace_bytes(r, vocab);
-  carve(sample_memory_, {{slot(logits_), t * vocab * 4},
-                         {slot(temperature_), r * 4},
-                         {slot(top_p_), r * 4},
-                         {slot(typical_p_), r * 4},
-                         {slot(top_k_), r * 4},
-                         {slot(is_random_), r},
-                         {slot(uniforms_), r * 8},
-                         {slot(row_max_), r * 4},
-                         {slot(row_log_sum_), r * 4},
-                         {slot(chosen_logprobs_), r * 4},
-                         {slot(row_argmax_), r * 4},
-                         {slot(chosen_ids_), r * 4},
-                         {slot(row_sum_exp_), r * 8},
-                         {&warper_workspace_, static_cast<int64_t>(warper_workspace_bytes_)}});
+  carve(sample_memory_,
+        {part(logits_, t * vocab * 4), part(temperature_, r * 4), part(top_p_, r * 4),
+         part(typical_p_, r * 4), part(top_k_, r * 4), part(is_random_, r), part(uniforms_, r * 8),
+         part(row_max_, r * 4), part(row_log_sum_, r * 4), part(chosen_logprobs_, r * 4),
+         part(row_argmax_, r * 4), part(chosen_ids_, r * 4), part(row_sum_exp_, r * 8),
+         part(warper_workspace_, static_cast<int64_t>(warper_workspace_bytes_))});
   chosen_host_ = PinnedAllocation(r * 8);
 }
 
@@ -122,7 +85,6 @@ void CudaExecutor::upload_decode_inputs() {
 }
 
 std::vector<int64_t> CudaExecutor::capture_decode_graphs(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> captured;
   const CudaModelLimits& limits = model_.limits();
   for (const int64_t size : sizes) {
     if (size > limits.max_tokens || size > limits.max_decode_seqs ||
@@ -155,18 +117,17 @@ std::vector<int64_t> CudaExecutor::capture_decode_graphs(const std::vector<int64
     LM_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     LM_CUDA_CHECK(cudaGraphDestroy(graph));
     graphs_[size] = exec;
-    captured.push_back(size);
+    graph_sizes_.push_back(size);
   }
-  return captured;
+  std::sort(graph_sizes_.begin(), graph_sizes_.end());
+  return graph_sizes_;
 }
 
 void CudaExecutor::enqueue_forward(const BatchInput& in) {
   const int64_t n = in.num_tokens(), num_seqs = in.num_seqs();
   DeviceStep step = step_over_inputs(n, num_seqs);
   if (is_pure_decode(in)) {
-    std::vector<int64_t> sizes;
-    for (const auto& entry : graphs_) sizes.push_back(entry.first);
-    const std::optional<int64_t> size = cuda_graph_size_for(sizes, num_seqs);
+    const std::optional<int64_t> size = cuda_graph_size_for(graph_sizes_, num_seqs);
     if (size && in.max_blocks_per_seq <= table_width_) {
       fill_decode_graph_inputs(in, {*size, table_width_}, decode_inputs_);
       upload_decode_inputs();
@@ -206,7 +167,14 @@ std::vector<std::optional<TokenLogprob>> CudaExecutor::sample_on_device(const Sc
                                                                         bool all_rows) {
   const int64_t vocab = model_.config().vocab_size;
   const auto rows = static_cast<size_t>(num_rows);
-  std::vector<uint8_t> on_device(rows, 0);
+  // Each sampling row's route (device_sampling_route.h) and, on the device, its parameters; the
+  // host's rows keep the neutral ones (their device scores are unused).
+  std::vector<uint8_t> on_device(rows, 0), is_random(rows, 0);
+  std::vector<float> temperature(rows, 1.0f), top_p(rows, 1.0f), typical_p(rows, 1.0f);
+  std::vector<int32_t> top_k(rows, 0);
+  std::vector<double> uniforms(rows, 0.0);
+  bool any_device = false, any_temperature = false, any_top_k = false, any_top_p = false,
+       any_typical_p = false;
   if (!all_rows) {
     size_t row = 0;
     for (size_t e = 0; e < batch.sequences.size(); ++e) {
@@ -214,16 +182,34 @@ std::vector<std::optional<TokenLogprob>> CudaExecutor::sample_on_device(const Sc
       row += static_cast<size_t>(inputs_.num_prompt_rows()[e]);
       if (!entry.samples) continue;
       const EngineRequest& request = entry.sequence->request;
+      const SamplingParams& p = request.sampling;
       const size_t n = 1 + entry.proposed_ids.size();
-      const bool device = samples_on_device(request.sampling, request.grammar != nullptr,
-                                            !entry.proposed_ids.empty());
-      std::fill_n(on_device.begin() + static_cast<std::ptrdiff_t>(row), n, device ? 1 : 0);
+      if (samples_on_device(p, request.grammar != nullptr, !entry.proposed_ids.empty())) {
+        any_device = true;
+        any_temperature |= p.temperature != 1.0f;
+        any_top_k |= p.top_k != 0;
+        any_top_p |= p.top_p < 1.0f;
+        any_typical_p |= p.typical_p < 1.0f;
+        Sampler& sampler = step_sampler_.sampler_for(*entry.sequence);
+        for (size_t r = row; r < row + n; ++r) {
+          on_device[r] = 1;
+          temperature[r] = p.temperature;
+          top_k[r] = p.top_k;
+          top_p[r] = p.top_p;
+          typical_p[r] = p.typical_p;
+          is_random[r] = p.is_random() ? 1 : 0;
+          // A random row has no proposals (device_sampling_route.h): one draw, as sample() takes.
+          if (is_random[r]) uniforms[r] = sampler.next_uniform();
+        }
+      }
       row += n;
     }
     LM_CHECK(row == rows);
   }
-  // The host's rows, raw, before the device chain processes the scores in place.
-  host_logits_.resize(rows * static_cast<size_t>(vocab));
+  // The host's rows, raw, before the device chain processes the scores in place. The buffer
+  // only grows: rows the host does not sample are never read there.
+  const size_t host_floats = rows * static_cast<size_t>(vocab);
+  if (host_logits_.size() < host_floats) host_logits_.resize(host_floats);
   for (size_t begin = 0; begin < rows;) {
     if (on_device[begin]) {
       ++begin;
@@ -237,36 +223,9 @@ std::vector<std::optional<TokenLogprob>> CudaExecutor::sample_on_device(const Sc
                                   cudaMemcpyDeviceToHost, stream_));
     begin = end;
   }
-  if (std::find(on_device.begin(), on_device.end(), 1) == on_device.end()) {
+  if (!any_device) {
     LM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return {};
-  }
-
-  // Per-row parameters; the host's rows get the neutral ones (their device scores are unused).
-  std::vector<float> temperature(rows, 1.0f), top_p(rows, 1.0f), typical_p(rows, 1.0f);
-  std::vector<int32_t> top_k(rows, 0);
-  std::vector<uint8_t> is_random(rows, 0);
-  std::vector<double> uniforms(rows, 0.0);
-  size_t row = 0;
-  for (size_t e = 0; e < batch.sequences.size(); ++e) {
-    const ScheduledSequence& entry = batch.sequences[e];
-    row += static_cast<size_t>(inputs_.num_prompt_rows()[e]);
-    if (!entry.samples) continue;
-    const size_t n = 1 + entry.proposed_ids.size();
-    if (on_device[row]) {
-      const SamplingParams& p = entry.sequence->request.sampling;
-      Sampler& sampler = step_sampler_.sampler_for(*entry.sequence);
-      for (size_t r = row; r < row + n; ++r) {
-        temperature[r] = p.temperature;
-        top_k[r] = p.top_k;
-        top_p[r] = p.top_p;
-        typical_p[r] = p.typical_p;
-        is_random[r] = p.is_random() ? 1 : 0;
-        // A random row has no proposals (device_sampling_route.h): one draw, as sample() takes.
-        if (is_random[r]) uniforms[r] = sampler.next_uniform();
-      }
-    }
-    row += n;
   }
   upload(temperature_, temperature);
   upload(top_k_, top_k);
@@ -276,16 +235,12 @@ std::vector<std::optional<TokenLogprob>> CudaExecutor::sample_on_device(const Sc
   upload(uniforms_, uniforms);
   // TGI's chain in the CPU Sampler's order (no bias, penalties or mask on these rows).
   kc::sanitize_scores(logits_, num_rows, vocab, stream_);
-  auto any = [](const auto& values, auto neutral) {
-    return std::any_of(values.begin(), values.end(), [&](auto v) { return v != neutral; });
-  };
-  if (any(temperature, 1.0f))
-    kc::apply_temperature(logits_, num_rows, vocab, temperature_, stream_);
-  if (any(top_k, 0)) kc::apply_top_k(logits_, num_rows, vocab, top_k_, stream_);
-  if (any(top_p, 1.0f))
+  if (any_temperature) kc::apply_temperature(logits_, num_rows, vocab, temperature_, stream_);
+  if (any_top_k) kc::apply_top_k(logits_, num_rows, vocab, top_k_, stream_);
+  if (any_top_p)
     kc::apply_top_p(logits_, num_rows, vocab, top_p_, warper_workspace_, warper_workspace_bytes_,
                     stream_);
-  if (any(typical_p, 1.0f))
+  if (any_typical_p)
     kc::apply_typical_p(logits_, num_rows, vocab, typical_p_, warper_workspace_,
                         warper_workspace_bytes_, stream_);
   const kc::RowSoftmaxStats stats{row_max_, row_argmax_, row_sum_exp_, row_log_sum_};
@@ -325,13 +280,15 @@ Result<std::vector<SampleResult>> CudaExecutor::execute(const ScheduledBatch& ba
   std::vector<std::optional<TokenLogprob>> choices = sample_on_device(batch, num_rows, all_rows);
   if (grammar_masks.valid()) grammar_masks.get();
   timings_.forward_seconds = seconds_since(clock);
-  if (reject_non_finite_logits_ && !std::all_of(host_logits_.begin(), host_logits_.end(),
+  const std::span<float> host_logits(host_logits_.data(),
+                                     static_cast<size_t>(num_rows * model_.config().vocab_size));
+  if (reject_non_finite_logits_ && !std::all_of(host_logits.begin(), host_logits.end(),
                                                 [](float x) { return std::isfinite(x); })) {
     return Error{"the forward of " + std::to_string(batch.num_tokens()) +
                  " tokens produced a non-finite logit on the device"};
   }
   std::vector<SampleResult> samples =
-      step_sampler_.sample(batch, inputs_.num_prompt_rows(), host_logits_, choices);
+      step_sampler_.sample(batch, inputs_.num_prompt_rows(), host_logits, choices);
   timings_.sample_seconds = seconds_since(clock);
   return samples;
 }

@@ -14,7 +14,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/engine_config.h"
 #include "engine/executor.h"
 #include "runtime/cuda/cuda_model.h"
 #include "runtime/decode_graph_inputs.h"
@@ -29,9 +28,9 @@ class CudaExecutor final : public Executor {
   // sized for them); a step with more logits rows samples every row on the host.
   static constexpr int64_t kMaxDeviceSampleRows = 256;
 
-  // `model` must outlive the executor and have its K/V pool (of config.block_size blocks)
+  // `model` must outlive the executor and have its K/V pool (of blocks of `block_size` tokens)
   // allocated whenever a step runs.
-  CudaExecutor(CudaModel& model, const EngineConfig& config);
+  CudaExecutor(CudaModel& model, int64_t block_size);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
@@ -88,10 +87,11 @@ class CudaExecutor final : public Executor {
   double* row_sum_exp_ = nullptr;
   void* warper_workspace_ = nullptr;
   size_t warper_workspace_bytes_ = 0;
-  PinnedAllocation chosen_host_;  // ids then logprobs of the device rows
-  std::vector<float> host_logits_;
-  // Captured decode graphs by batch size.
+  PinnedAllocation chosen_host_;    // ids then logprobs of the device rows
+  std::vector<float> host_logits_;  // the host's rows at row * vocab (only grows)
+  // Captured decode graphs by batch size, and their sizes ascending (cuda_graph_size_for's list).
   std::map<int64_t, cudaGraphExec_t> graphs_;
+  std::vector<int64_t> graph_sizes_;
   bool reject_non_finite_logits_ = false;
   ExecuteTimings timings_;
 };

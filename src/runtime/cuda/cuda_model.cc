@@ -25,8 +25,6 @@ using kernels::RowFormat;
 // cuBLAS's recommended workspace on Hopper (and enough for every earlier architecture).
 constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;
 
-int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
 }  // namespace
 
 CudaModel::CudaModel(const ModelConfig& config, DeviceWeightPlan plan, DeviceAllocation weights,
@@ -49,29 +47,13 @@ CudaModel::CudaModel(const ModelConfig& config, DeviceWeightPlan plan, DeviceAll
   const int64_t decode_seqs = std::min(limits.max_decode_seqs, kMaxDecodeAttentionSeqs);
   const int64_t partial_floats = kc::decode_attention_workspace_floats(
       std::max<int64_t>(decode_seqs, 1), c.num_attention_heads, c.head_dim, limits.max_context_len);
-  // Carve one allocation: offsets first, then pointers.
-  std::vector<std::pair<void**, int64_t>> parts = {
-      {reinterpret_cast<void**>(&x_), t * c.hidden_size * 4},
-      {reinterpret_cast<void**>(&normed_), t * c.hidden_size * 4},
-      {reinterpret_cast<void**>(&q_), t * q_width * 4},
-      {reinterpret_cast<void**>(&k_), t * kv_width * 4},
-      {reinterpret_cast<void**>(&v_), t * kv_width * 4},
-      {reinterpret_cast<void**>(&attn_), t * q_width * 4},
-      {reinterpret_cast<void**>(&gate_), t * c.intermediate_size * 4},
-      {reinterpret_cast<void**>(&up_), t * c.intermediate_size * 4},
-      {reinterpret_cast<void**>(&decode_partials_), partial_floats * 4},
-      {&act16_, t * widest * 2},
-      {&dequantized_, plan_.max_dequantized_elements * 2},
-      {&cublas_workspace_, kCublasWorkspaceBytes},
-  };
-  int64_t total = 0;
-  for (const auto& [ptr, bytes] : parts) total += aligned(bytes);
-  workspace_ = DeviceAllocation(total);
-  int64_t offset = 0;
-  for (const auto& [ptr, bytes] : parts) {
-    *ptr = bytes > 0 ? workspace_.as<void>(offset) : nullptr;
-    offset += aligned(bytes);
-  }
+  carve(workspace_,
+        {part(x_, t * c.hidden_size * 4), part(normed_, t * c.hidden_size * 4),
+         part(q_, t * q_width * 4), part(k_, t * kv_width * 4), part(v_, t * kv_width * 4),
+         part(attn_, t * q_width * 4), part(gate_, t * c.intermediate_size * 4),
+         part(up_, t * c.intermediate_size * 4), part(decode_partials_, partial_floats * 4),
+         part(act16_, t * widest * 2), part(dequantized_, plan_.max_dequantized_elements * 2),
+         part(cublas_workspace_, kCublasWorkspaceBytes)});
   gemm_.set_workspace(cublas_workspace_, static_cast<size_t>(kCublasWorkspaceBytes));
 }
 

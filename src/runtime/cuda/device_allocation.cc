@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "runtime/device_weight_plan.h"
 
 namespace lm::cuda_runtime {
 
@@ -52,6 +53,17 @@ void CudaMemory<kKind>::release() {
 
 template class CudaMemory<MemoryKind::kDevice>;
 template class CudaMemory<MemoryKind::kPinnedHost>;
+
+void carve(DeviceAllocation& memory, const std::vector<std::pair<void**, int64_t>>& parts) {
+  int64_t total = 0;
+  for (const auto& part : parts) total += device_aligned(part.second);
+  memory = DeviceAllocation(total);
+  int64_t offset = 0;
+  for (const auto& [ptr, bytes] : parts) {
+    *ptr = bytes > 0 ? memory.as<void>(offset) : nullptr;
+    offset += device_aligned(bytes);
+  }
+}
 
 DeviceMemoryInfo device_memory_info() {
   size_t free_bytes = 0, total_bytes = 0;

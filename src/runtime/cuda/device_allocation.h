@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "runtime/device_kv_plan.h"
 
@@ -38,6 +40,16 @@ class CudaMemory {
 
 using DeviceAllocation = CudaMemory<MemoryKind::kDevice>;
 using PinnedAllocation = CudaMemory<MemoryKind::kPinnedHost>;
+
+// One device allocation for several buffers: `memory` (allocated here) carved into the parts in
+// order, each at a kDeviceArenaAlignment boundary; a part of 0 bytes gets a null pointer.
+void carve(DeviceAllocation& memory, const std::vector<std::pair<void**, int64_t>>& parts);
+
+// A part of carve() for a typed pointer.
+template <typename T>
+std::pair<void**, int64_t> part(T*& ptr, int64_t bytes) {
+  return {reinterpret_cast<void**>(&ptr), bytes};
+}
 
 // cudaMemGetInfo of the current device.
 DeviceMemoryInfo device_memory_info();
