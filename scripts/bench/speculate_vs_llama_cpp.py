@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""N-gram speculation side by side with llama.cpp's: single-stream greedy chat completions on the
-same GGUF, threads and instruction-set level, with and without speculation, in one run.
+"""Speculation side by side with llama.cpp's: single-stream greedy chat completions on the same
+GGUF, threads and instruction-set level, with and without speculation, in one run. Proposals
+from n-gram prompt lookup, or with --draft from a draft model.
 
 Servers (all started once, then every round asks each the same requests in turn):
   ours        text-generation-launcher
@@ -9,11 +10,19 @@ Servers (all started once, then every round asks each the same requests in turn)
   llama+spec  the same with --spec-type ngram-simple (its prompt-lookup n-grams: a 3-token
               lookup as ours, --spec-ngram-simple-size-n 3 (its default 12 rarely matches in a
               chat answer), draft length --spec-ngram-simple-size-m N)
+With --draft DRAFT.gguf the two "+spec" servers draft with that model instead: ours with
+--speculative-model-id DRAFT --speculate N, llama.cpp with -md DRAFT --spec-type draft-simple
+--spec-draft-n-max N -td THREADS. --model picks the target (default: the default model; e.g.
+an F16 requantization of it, scripts/bench/cpu_side_by_side.py makes them, drafted for by the
+default Q4_1 file).
 Tasks, input-grounded from real text in this repository, and one free chat:
   rewrite   "rewrite this passage exactly" over a README paragraph
   code      "return this file with one change" over a C++ header of the repo
   quote     "answer with exact quotes" over a passage of docs/architecture.md
   free      a short story with no source text
+With --clients N each request is sent by N clients at once and the rates are aggregates (all
+streams' tokens over the wall time of them all; decode: the tokens after each stream's first over
+the span from the earliest first chunk to the latest last one).
 Each request goes through /v1/chat/completions (each server applies the GGUF's chat template),
 temperature 0, `--tokens` new tokens, streamed: decode tokens/s = the tokens after the first over
 the time from the first content chunk to the last (prefill and HTTP set-up left out), and request
@@ -22,10 +31,13 @@ the rounds, the server order reversed every other one. Reports per task the toke
 the speedups (spec / plain) for both engines and ours+spec / llama+spec, with [min, max] over the
 rounds, and acceptance: ours from /metrics (tgi_speculative_*), llama.cpp from its response
 `timings` (draft_n, draft_n_accepted) when present. Writes
-bench/results/issue23_speculate_vs_llama_cpp.json. Not part of `make test`.
+bench/results/issue23_speculate_vs_llama_cpp.json (with --draft: issue23_draft_vs_llama_cpp.json).
+Not part of `make test`.
 
   .venv/bin/python scripts/bench/speculate_vs_llama_cpp.py [--rounds 3] [--tokens 192]
-      [--speculate 4] [--isa avx2] [--threads 2]
+      [--speculate 4] [--isa avx2] [--threads 2] [--model M.gguf] [--draft D.gguf]
+      [--clients N] [--always]
+Ours speculates adaptively (the server's default) unless --always (every decode step proposes).
 
 llama.cpp: scripts/bench/build_llama_cpp.sh --isa LEVEL (its build-LEVEL/bin/llama-server); ours
 runs capped at the same level (CPU_ISA).
@@ -43,6 +55,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,20 +169,26 @@ def start_all(args) -> list[Server]:
         sys.exit(f"{llama_bin} missing: run scripts/bench/build_llama_cpp.sh --isa {args.isa}")
     ours_env = {**os.environ, "CPU_ISA": args.isa}
     servers = []
-    for name, extra in (("ours", []), ("ours+spec", ["--speculate", str(args.speculate)])):
+    ours_spec = ["--speculate", str(args.speculate)]
+    if args.always:
+        ours_spec += ["--adaptive-speculation", "false"]
+    llama_spec = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+                  "--spec-ngram-simple-size-m", str(args.speculate)]  # fmt: skip
+    if args.draft:
+        ours_spec += ["--speculative-model-id", str(args.draft)]
+        llama_spec = ["-md", str(args.draft), "--spec-type", "draft-simple", "--spec-draft-n-max",
+                      str(args.speculate), "-td", str(args.threads)]  # fmt: skip
+    for name, extra in (("ours", []), ("ours+spec", ours_spec)):
         port = free_port()
-        cmd = [str(LAUNCHER), "--model-id", str(MODEL), "--port", str(port), "--hostname",
+        cmd = [str(LAUNCHER), "--model-id", str(args.model), "--port", str(port), "--hostname",
                "127.0.0.1", "--num-threads", str(args.threads), "--max-total-tokens", "4096",
                "--max-input-tokens", "3072", *extra]  # fmt: skip
         servers.append(Server(name, cmd, port, ours_env))
-    for name, extra in (
-        ("llama", []),
-        ("llama+spec", ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
-                        "--spec-ngram-simple-size-m", str(args.speculate)]),
-    ):
+    for name, extra in (("llama", []), ("llama+spec", llama_spec)):
         port = free_port()
-        cmd = [str(llama_bin), "-m", str(MODEL), "--port", str(port), "--host", "127.0.0.1",
-               "-t", str(args.threads), "-tb", str(args.threads), "-c", "4096", "-np", "1",
+        cmd = [str(llama_bin), "-m", str(args.model), "--port", str(port), "--host", "127.0.0.1",
+               "-t", str(args.threads), "-tb", str(args.threads), "-c", str(4096 * args.clients),
+               "-np", str(args.clients),
                "--jinja", *extra]  # fmt: skip
         servers.append(Server(name, cmd, port, dict(os.environ)))
     return servers
@@ -188,8 +207,18 @@ def main() -> int:
     ap.add_argument("--speculate", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--isa", default="avx2", choices=["avx2", "avx512", "avx512-vnni"])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/issue23_speculate_vs_llama_cpp.json")
+    ap.add_argument("--clients", type=int, default=1,
+                    help="concurrent streams of each request (> 1: aggregate tokens/s)")
+    ap.add_argument("--always", action="store_true",
+                    help="ours proposes in every decode step (--adaptive-speculation false)")
+    ap.add_argument("--model", type=Path, default=MODEL, help="the target GGUF")
+    ap.add_argument("--draft", type=Path, help="a draft model GGUF (else n-gram proposals)")
+    ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    args.model, args.draft = args.model.resolve(), args.draft.resolve() if args.draft else None
+    name = "issue23_draft_vs_llama_cpp" if args.draft else "issue23_speculate_vs_llama_cpp"
+    suffix = (f"_{args.clients}clients" if args.clients > 1 else "") + ("_always" if args.always else "")
+    args.out = args.out or ROOT / "bench/results" / f"{name}{suffix}.json"
     prompts = tasks()
     servers = start_all(args)
     rates: dict[str, dict[str, list[float]]] = {t: {s.name: [] for s in servers} for t in prompts}
@@ -204,15 +233,33 @@ def main() -> int:
                 order = servers if r % 2 == 0 else list(reversed(servers))
                 for s in order:
                     before = s.counters()
-                    answer = s.stream(prompt, args.tokens)
+                    if args.clients > 1:
+                        start = time.perf_counter()
+                        with ThreadPoolExecutor(args.clients) as pool:
+                            answers = list(pool.map(lambda _: s.stream(prompt, args.tokens),
+                                                    range(args.clients)))  # fmt: skip
+                        wall = time.perf_counter() - start
+                        answer = answers[0]
+                    else:
+                        answers = [s.stream(prompt, args.tokens)]
+                        answer = answers[0]
                     if not recorded:
                         continue
                     n = answer["tokens"]
-                    rates[task][s.name].append(n / answer["total"])
-                    # Decode only: the tokens after the first over the time from the first
-                    # content chunk to the last (prefill and the HTTP round trip left out).
-                    decode[task][s.name].append((n - 1) / (answer["last"] - answer["first"]))
-                    texts[task][s.name].add(answer["text"])
+                    if args.clients > 1:
+                        # Aggregate: every stream's tokens over the wall time of them all, and
+                        # after the first token: tokens past each first over the span from the
+                        # earliest first content chunk to the latest last one.
+                        total = sum(a["tokens"] for a in answers)
+                        rates[task][s.name].append(total / wall)
+                        span = max(a["last"] for a in answers) - min(a["first"] for a in answers)
+                        decode[task][s.name].append((total - len(answers)) / span)
+                    else:
+                        rates[task][s.name].append(n / answer["total"])
+                        # Decode only: the tokens after the first over the time from the first
+                        # content chunk to the last (prefill and the HTTP round trip left out).
+                        decode[task][s.name].append((n - 1) / (answer["last"] - answer["first"]))
+                    texts[task][s.name].update(a["text"] for a in answers)
                     if s.name == "ours+spec":
                         after = s.counters()
                         for key in ("proposed", "accepted"):
@@ -227,9 +274,15 @@ def main() -> int:
         for s in servers:
             s.stop()
     result = {
-        "what": "issue 23: n-gram speculation, ours (--speculate) vs llama.cpp's llama-server "
-        "(--spec-type ngram-simple), single-stream greedy chat completions, alternating",
-        "model": str(MODEL.relative_to(ROOT)), "isa": args.isa, "threads": args.threads,
+        "what": "issue 23: draft-model speculation, ours (--speculative-model-id) vs llama.cpp's "
+        "llama-server (-md, --spec-type draft-simple), single-stream greedy chat completions, "
+        "alternating" if args.draft else "issue 23: n-gram speculation, ours (--speculate) vs "
+        "llama.cpp's llama-server (--spec-type ngram-simple), single-stream greedy chat "
+        "completions, alternating",
+        "model": str(args.model.relative_to(ROOT)),
+        "draft": str(args.draft.relative_to(ROOT)) if args.draft else None,
+        "isa": args.isa, "threads": args.threads, "clients": args.clients,
+        "ours_adaptive_speculation": not args.always,
         "new_tokens": args.tokens, "rounds": args.rounds, "draft_length": args.speculate,
         "tasks": {},
     }  # fmt: skip

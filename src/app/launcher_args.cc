@@ -136,6 +136,15 @@ Result<std::vector<std::string>> check_launcher_args(const LauncherArgs& a) {
       warnings.push_back("--kv-cache-dtype " + *a.kv_cache_dtype +
                          " has no effect on the CUDA backend yet (its KV cache is fp32)");
   }
+  if (a.speculative_model_id && a.speculate == 0) {
+    warnings.push_back(
+        "--speculative-model-id has no effect with --speculate 0: the draft model "
+        "is not loaded");
+  } else if (a.speculative_model_id && a.device == "cuda") {
+    warnings.push_back(
+        "--speculative-model-id has no effect on the CUDA backend (speculation is "
+        "off there): the draft model is not loaded");
+  }
   // TGI exports OTLP/gRPC; we speak OTLP/HTTP, whose collector port is 4318.
   if (a.otlp_endpoint && url_port(*a.otlp_endpoint) == kOtlpGrpcPort) {
     warnings.push_back("--otlp-endpoint " + *a.otlp_endpoint +

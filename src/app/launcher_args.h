@@ -24,6 +24,12 @@ struct LauncherArgs {
   std::optional<int64_t> num_shard;
   std::optional<std::string> quantize;
   std::optional<int64_t> speculate;
+  // Ours (vLLM's --speculative-model, llama.cpp's --model-draft): a model with the same
+  // tokenizer whose greedy continuations are the proposals (app/draft_model.h).
+  std::optional<std::string> speculative_model_id;
+  // Ours: speculation only in the steps where it is measured to pay (EngineConfig's
+  // adaptive_speculation); false: every decode step proposes.
+  bool adaptive_speculation = true;  // env ADAPTIVE_SPECULATION
   std::optional<std::string> dtype;
   std::optional<std::string> kv_cache_dtype;
   bool trust_remote_code = false;

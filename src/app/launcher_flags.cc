@@ -43,9 +43,21 @@ void add_launcher_flags(CLI::App& app, LauncherArgs& a) {
          "to that format")
       ->envname("QUANTIZE");
   app.add_option("--speculate", a.speculate,
-                 "Tokens proposed per decode step by n-gram prompt lookup and verified in the "
-                 "same forward (outputs unchanged; 0 or unset: off)")
+                 "Tokens proposed per decode step (by n-gram prompt lookup, or by "
+                 "--speculative-model-id) and verified in the same forward (outputs unchanged; 0: "
+                 "off; unset: off, or 4 with a draft model)")
       ->envname("SPECULATE");
+  app.add_option("--speculative-model-id", a.speculative_model_id,
+                 "A draft model with the same tokenizer (local GGUF file or folder, or Hub "
+                 "repository) that proposes the tokens --speculate verifies, e.g. a low-bit copy "
+                 "or a small sibling of the model")
+      ->envname("SPECULATIVE_MODEL_ID");
+  app.add_option("--adaptive-speculation", a.adaptive_speculation,
+                 "Propose only in the steps where speculation is measured to pay: decode steps "
+                 "with and without proposals are timed per batch size and the faster kind runs "
+                 "(true/false; false: every decode step proposes)")
+      ->envname("ADAPTIVE_SPECULATION")
+      ->capture_default_str();
   app.add_option("--dtype", a.dtype,
                  "float16/bfloat16/float32: the dtype float weights are held in (converted at "
                  "load; quantized GGUF matrices keep their format; compute is fp32)")

@@ -12,6 +12,7 @@
 
 #include "app/cpu_isa_flag.h"
 #include "app/cuda_start.h"
+#include "app/draft_model.h"
 #include "app/http_config.h"
 #include "app/launcher_flags.h"
 #include "app/log_level.h"
@@ -24,6 +25,7 @@
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_vocab.h"
 #include "kernels/cpu/isa.h"
+#include "runtime/draft_proposer.h"
 #include "runtime/kv_pool.h"
 #include "runtime/model_executor.h"
 #include "runtime/warmup.h"
@@ -193,8 +195,25 @@ int run_server(const LauncherArgs& args) {
   DType kv_dtype = resolve_kv_cache_dtype(args.kv_cache_dtype, args.int8_activations,
                                           plan.weights.num_quantized > 0 || int8_path_at_load);
   plan.kv_cache_dtype = kv_cache_dtype_name(kv_dtype);
-  plan.limits.kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
-  plan.limits.weights_bytes = plan.weights.bytes;
+  // Dynamic NTK and LongRoPE rotate a sequence's keys by factors that depend on how long it gets:
+  // a cached block written for one request is not what another would have written, and verified
+  // proposals (rows of one forward, whose RoPE length is the step's end) are not the rows plain
+  // decoding computes.
+  const bool length_dependent_rope =
+      config.rope.type == RopeType::kDynamic || config.rope.type == RopeType::kLongRope;
+  // A draft model proposes where speculation runs: its weights and cache count against memory.
+  std::optional<DraftModel> draft;
+  if (args.speculative_model_id && args.speculate.value_or(1) > 0 && *device == "cpu" &&
+      !length_dependent_rope) {
+    log_info(fmt::format("Loading the draft model {}", *args.speculative_model_id));
+    auto loaded = load_draft_model(args, **tokenizer, kv_dtype);
+    if (!loaded.ok()) return fail(loaded.error().message);
+    draft = std::move(*loaded);
+    plan.draft_model_path = draft->path;
+  }
+  const int64_t kv_bytes_per_token = KvPool::bytes_per_token(config, kv_dtype);
+  plan.limits.kv_bytes_per_token = kv_bytes_per_token + (draft ? draft->kv_bytes_per_token : 0);
+  plan.limits.weights_bytes = plan.weights.bytes + (draft ? draft->weights_bytes : 0);
   plan.limits.activation_bytes_per_token = LlamaModel::workspace_bytes_per_token(config);
   plan.kv_cache_memory_fraction = args.kv_cache_memory_fraction;
   // On the GPU the K/V pool lives in device memory, sized after warm-up (cuda_start.h): host RAM
@@ -211,17 +230,13 @@ int run_server(const LauncherArgs& args) {
   engine_config.max_batch_total_tokens = settings->max_batch_total_tokens;
   engine_config.eos_token_ids = config.eos_token_ids;
   engine_config.block_size = args.kv_block_size;
-  // Dynamic NTK and LongRoPE rotate a sequence's keys by factors that depend on how long it gets:
-  // a cached block written for one request is not what another would have written.
-  const bool length_dependent_rope =
-      config.rope.type == RopeType::kDynamic || config.rope.type == RopeType::kLongRope;
   engine_config.prefix_caching = args.prefix_caching && !length_dependent_rope;
   if (args.prefix_caching && length_dependent_rope)
     log_info("prefix caching is off: this model's RoPE depends on each sequence's length");
   engine_config.max_step_latency_ms = args.max_step_latency_ms;
-  // Verified proposals are rows of one forward, whose RoPE length is the step's end; where RoPE
-  // depends on the length, they would not be the rows plain decoding computes.
-  engine_config.speculate = length_dependent_rope ? 0 : args.speculate.value_or(0);
+  // A draft model proposes 4 tokens a step unless --speculate says otherwise.
+  engine_config.speculate = length_dependent_rope ? 0 : args.speculate.value_or(draft ? 4 : 0);
+  engine_config.adaptive_speculation = args.adaptive_speculation;
   if (args.speculate.value_or(0) > 0 && length_dependent_rope)
     log_info("speculation is off: this model's RoPE depends on each sequence's length");
   // When every layer attends through a window, K/V before the widest one is never read again:
@@ -231,7 +246,7 @@ int run_server(const LauncherArgs& args) {
     engine_config.kv_window_tokens = std::ranges::max(windows);
   // Unused cached prefixes are kept resident up to a budget (a quarter of the pool by default),
   // so that resident memory follows the working set rather than growing to the whole pool.
-  int64_t kv_bytes_per_block = plan.limits.kv_bytes_per_token * engine_config.block_size;
+  int64_t kv_bytes_per_block = kv_bytes_per_token * engine_config.block_size;
   // Again once the CUDA runner has sized its own pool.
   auto set_prefix_cache_budget = [&] {
     if (!args.prefix_cache_max_mib) {
@@ -247,6 +262,7 @@ int run_server(const LauncherArgs& args) {
   plan.prefix_cache_max_blocks = engine_config.max_cached_blocks;
   plan.max_step_latency_ms = engine_config.max_step_latency_ms;
   plan.speculate = engine_config.speculate;
+  plan.adaptive_speculation = engine_config.adaptive_speculation;
   if (args.dry_run) {
     std::fputs((args.json_output ? plan_json(plan) + "\n" : plan_text(plan)).c_str(), stdout);
     return 0;
@@ -307,6 +323,14 @@ int run_server(const LauncherArgs& args) {
     }
     executor = std::make_unique<ModelExecutor>(**model, pool, engine_config, kv_dtype);
   }
+  // The draft's own K/V pool holds as many tokens as the model's.
+  std::unique_ptr<Proposer> proposer;
+  if (draft && engine_config.speculate > 0) {
+    prepare_draft_model(*draft, args.int8_activations);
+    proposer = std::make_unique<DraftProposer>(*draft->model, pool, kv_num_blocks(engine_config),
+                                               engine_config.block_size, draft->kv_dtype,
+                                               config.vocab_size);
+  }
 
   if (engine_config.eos_token_ids.empty() && (*tokenizer)->eos_id()) {
     engine_config.eos_token_ids.push_back(*(*tokenizer)->eos_id());
@@ -324,9 +348,18 @@ int run_server(const LauncherArgs& args) {
                                "applies them)",
                                plan.kv_cache_dtype));
   }
-  if (engine_config.speculate > 0)
-    log_info(fmt::format("Speculation: up to {} n-gram tokens proposed per decode step",
-                         engine_config.speculate));
+  const char* adaptive = engine_config.adaptive_speculation
+                             ? "; only in the steps where it is measured to pay"
+                             : "; in every decode step (--adaptive-speculation false)";
+  if (engine_config.speculate > 0 && proposer) {
+    log_info(fmt::format(
+        "Speculation: up to {} tokens proposed per decode step by the draft model {} ({} "
+        "cache){}",
+        engine_config.speculate, draft->path, kv_cache_dtype_name(draft->kv_dtype), adaptive));
+  } else if (engine_config.speculate > 0) {
+    log_info(fmt::format("Speculation: up to {} n-gram tokens proposed per decode step{}",
+                         engine_config.speculate, adaptive));
+  }
   if (engine_config.kv_window_tokens > 0)
     log_info(
         fmt::format("KV cache: every layer has a sliding window (at most {} tokens), so "
@@ -346,8 +379,10 @@ int run_server(const LauncherArgs& args) {
   ServerState state;
   state.span_exporter = span_exporter.get();
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
-  Engine engine(engine_config, std::move(executor),
-                [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); });
+  Engine engine(
+      engine_config, std::move(executor),
+      [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); },
+      std::move(proposer));
   state.tokenizer = tokenizer->get();
   state.engine = &engine;
   ServerSettings& served = state.settings;

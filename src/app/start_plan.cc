@@ -77,9 +77,14 @@ std::string plan_text(const StartPlan& p) {
           ? fmt::format("Step latency target: {} ms (prompt chunks capped while others decode)\n",
                         p.max_step_latency_ms)
           : std::string("Step latency target: off (prompts prefill at full budget)\n");
-  out += p.speculate > 0
-             ? fmt::format("Speculation: up to {} n-gram tokens per decode step\n", p.speculate)
-             : std::string("Speculation: off\n");
+  if (p.speculate > 0 && !p.draft_model_path.empty()) {
+    out += fmt::format("Speculation: up to {} tokens per decode step from the draft model {}\n",
+                       p.speculate, p.draft_model_path);
+  } else {
+    out += p.speculate > 0
+               ? fmt::format("Speculation: up to {} n-gram tokens per decode step\n", p.speculate)
+               : std::string("Speculation: off\n");
+  }
   return out;
 }
 
@@ -132,7 +137,10 @@ std::string plan_json(const StartPlan& p) {
             {"prefix_caching", p.prefix_caching},
             {"prefix_cache_max_blocks", p.prefix_cache_max_blocks},
             {"max_step_latency_ms", p.max_step_latency_ms},
-            {"speculate", p.speculate}};
+            {"speculate", p.speculate},
+            {"adaptive_speculation", p.adaptive_speculation},
+            {"speculative_model_path",
+             p.draft_model_path.empty() ? Json(nullptr) : Json(p.draft_model_path)}};
   return j.dump();
 }
 

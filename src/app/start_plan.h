@@ -32,8 +32,10 @@ struct StartPlan {
   int64_t kv_num_blocks = 0;
   bool prefix_caching = true;
   int64_t prefix_cache_max_blocks = -1;  // unused cached blocks kept resident (-1: no limit)
-  int64_t max_step_latency_ms = 0;  // the step latency target (0: prefill chunks are not capped)
-  int64_t speculate = 0;            // n-gram tokens proposed per decode step (0: no speculation)
+  int64_t max_step_latency_ms = 0;   // the step latency target (0: prefill chunks are not capped)
+  int64_t speculate = 0;             // tokens proposed per decode step (0: no speculation)
+  bool adaptive_speculation = true;  // proposals only in the steps where they are measured to pay
+  std::string draft_model_path;      // --speculative-model-id's files (empty: n-gram proposals)
 };
 
 // The sizing in one log line: where the available memory was read and what took it.

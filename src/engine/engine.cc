@@ -32,9 +32,10 @@ auto in(const std::vector<int64_t>& seq_ids) {
 
 }  // namespace
 
-Engine::Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer)
+Engine::Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer,
+               std::unique_ptr<Proposer> proposer)
     : config_(config),
-      scheduler_(std::move(config)),
+      scheduler_(std::move(config), std::move(proposer)),
       executor_(std::move(executor)),
       observer_(std::move(observer)) {
   LM_CHECK(executor_ != nullptr);
@@ -115,7 +116,17 @@ void Engine::step() {
   compute(batch, stats);
   return_blocks();  // what finishing sequences released, before the engine may go idle
   stats.step_seconds = step_timer.lap();
-  if (!stats.failed) scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);
+  if (!stats.failed) {
+    scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);
+    // Speculation's payoff is judged on pure decode steps only (a prompt chunk's time says
+    // nothing about it).
+    if (config_.speculate > 0 && stats.num_prefill_tokens == 0 && stats.num_decode_tokens > 0) {
+      int64_t num_tokens = stats.num_decode_tokens;
+      for (int64_t n : stats.num_accepted) num_tokens += n;
+      scheduler_.speculation_governor().observe(
+          stats.num_proposed_tokens > 0, stats.num_decode_tokens, num_tokens, stats.step_seconds);
+    }
+  }
   // After the step, never inside it; before the stats show it done, so that a /metrics that
   // shows an idle engine holds every step's metrics.
   if (observer_) observer_(stats);

@@ -44,7 +44,9 @@ class Engine {
  public:
   // Starts the engine thread; it sleeps until a request arrives. `observer`, if set, gets the
   // StepStats of every step that computed a batch, on the engine thread, after the step.
-  Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer = {});
+  // `proposer` makes the speculative proposals when config.speculate > 0 (null: n-gram).
+  Engine(EngineConfig config, std::unique_ptr<Executor> executor, StepObserver observer = {},
+         std::unique_ptr<Proposer> proposer = nullptr);
   // stop()s if neither stop() nor drain() ran.
   ~Engine();
   Engine(const Engine&) = delete;

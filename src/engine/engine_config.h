@@ -44,12 +44,18 @@ struct EngineConfig {
   // sequence needs at most max_blocks_spanned(kv_window_tokens) blocks (kv_window.h) however long
   // it gets. 0: a sequence keeps every block until it ends.
   int64_t kv_window_tokens = 0;
-  // TGI's --speculate: a decoding sequence may propose up to this many tokens a step by prompt
-  // lookup (ngram_proposer.h); the step's forward verifies them, and the sequence advances by
-  // those its own sampling would have chosen plus one. Outputs are the same as without it (see
-  // Scheduler::schedule). 0: off. NOTE: the verified rows' RoPE counts the whole step's length,
-  // so a model whose RoPE depends on the length (dynamic NTK, LongRoPE) must leave it off.
+  // TGI's --speculate: a decoding sequence may propose up to this many tokens a step (by prompt
+  // lookup, ngram_proposer.h, or the Engine's Proposer); the step's forward verifies them, and the
+  // sequence advances by those its own sampling would have chosen plus one. Outputs are the same as
+  // without it (see Scheduler::schedule). 0: off. NOTE: the verified rows' RoPE counts the whole
+  // step's length, so a model whose RoPE depends on the length (dynamic NTK, LongRoPE) must leave
+  // it off.
   int64_t speculate = 0;
+  // With speculate > 0: whether a step proposes is decided by measuring (speculation_governor.h:
+  // the faster of decoding with and without proposals, per batch size), so speculation never
+  // costs more than a probe now and then. Off: every step proposes (exact, timing-independent
+  // acceptance counts, as tests want). The server turns it on (--adaptive-speculation).
+  bool adaptive_speculation = false;
 };
 
 // The block count the engine and the executor agree on: num_blocks, or when unset enough usable

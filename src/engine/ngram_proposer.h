@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/proposer.h"
+
 namespace lm {
 
 // The longest suffix tried first: a 3-token match predicts better than a 1-token one.
@@ -26,5 +28,14 @@ std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t m
 // (at least 1) -- transformers' heuristic for assisted generation. Text that stops repeating
 // soon costs few rejected rows a step; a long quote is followed at full length again quickly.
 int64_t next_proposal_limit(int64_t limit, int64_t proposed, int64_t accepted, int64_t max);
+
+// The engine's default Proposer: propose_ngram over each slot's ids.
+class NgramProposer final : public Proposer {
+ public:
+  void propose(std::span<ProposalSlot> slots) override {
+    for (ProposalSlot& slot : slots) slot.proposed = propose_ngram(slot.token_ids, slot.max_tokens);
+  }
+  const char* kind() const override { return "n-gram"; }
+};
 
 }  // namespace lm

@@ -22,9 +22,11 @@ int64_t chunk_limit(const Sequence& seq, int64_t budget) {
 
 }  // namespace
 
-Scheduler::Scheduler(EngineConfig config)
+Scheduler::Scheduler(EngineConfig config, std::unique_ptr<Proposer> proposer)
     : config_(std::move(config)),
-      block_manager_(kv_num_blocks(config_), config_.block_size, config_.max_cached_blocks) {
+      block_manager_(kv_num_blocks(config_), config_.block_size, config_.max_cached_blocks),
+      proposer_(std::move(proposer)) {
+  if (config_.speculate > 0 && !proposer_) proposer_ = std::make_unique<NgramProposer>();
   LM_CHECK(!config_.max_batch_size || *config_.max_batch_size >= 1);
   LM_CHECK(config_.max_batch_prefill_tokens >= 1);
   LM_CHECK(config_.max_batch_total_tokens >= 1);
@@ -325,13 +327,23 @@ ScheduledBatch Scheduler::schedule() {
     batch.sequences[idx] = entry(*seq, end + extra - seq->num_computed_tokens);
   }
   // Round 4 (speculation only): proposals take what the rounds before left.
-  if (config_.speculate > 0) propose(batch, decoding, shape, capped);
+  if (config_.speculate > 0 && !decoding.empty() &&
+      (!config_.adaptive_speculation ||
+       governor_.should_propose(static_cast<int64_t>(decoding.size())))) {
+    propose(batch, decoding, shape, capped);
+  }
   return batch;
 }
 
 void Scheduler::propose(ScheduledBatch& batch,
                         const std::vector<std::pair<size_t, Sequence*>>& decoding, StepShape& shape,
                         bool capped) {
+  // Each sequence's room, as if the ones before it proposed all they may: one call then
+  // proposes for all (a draft model batches them), and what comes back always fits.
+  std::vector<ProposalSlot> slots;
+  std::vector<std::pair<size_t, Sequence*>> proposing;
+  StepShape planned = shape;
+  int64_t num_planned_blocks = 0;
   for (const auto& [idx, seq] : decoding) {
     // NOTE: a grammar's mask for a step is computed while the forward runs, from the tokens
     // accepted before it, so a constrained sequence has one sampling row a step.
@@ -341,11 +353,24 @@ void Scheduler::propose(ScheduledBatch& batch,
     // r tokens left, at most r - 1 proposals, so no step computes a position past max_tokens().
     int64_t max_tokens = std::min({config_.speculate, seq->proposal_limit,
                                    seq->request.max_new_tokens - seq->num_generated_tokens() - 1});
-    max_tokens = std::min(max_tokens, num_free_tokens(size_of(seq->block_table), end));
-    if (capped && max_tokens > 0) max_tokens = fit_chunk(shape, end, max_tokens);
+    max_tokens =
+        std::min(max_tokens, num_free_tokens(size_of(seq->block_table), end, num_planned_blocks));
+    if (capped && max_tokens > 0) max_tokens = fit_chunk(planned, end, max_tokens);
     if (max_tokens < 1) continue;
-    std::vector<int32_t> proposed = propose_ngram(seq->token_ids, max_tokens);
+    num_planned_blocks += num_blocks_for(end + max_tokens) - size_of(seq->block_table);
+    planned.add(end, max_tokens, /*prefill=*/true);
+    slots.push_back(
+        {.seq_id = seq->id, .token_ids = seq->token_ids, .max_tokens = max_tokens, .proposed = {}});
+    proposing.emplace_back(idx, seq);
+  }
+  if (slots.empty()) return;
+  proposer_->propose(slots);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    auto [idx, seq] = proposing[i];
+    std::vector<int32_t>& proposed = slots[i].proposed;
+    LM_CHECK(size_of(proposed) <= slots[i].max_tokens);
     if (proposed.empty()) continue;
+    const int64_t end = seq->num_computed_tokens + 1;
     const int64_t num_proposed = size_of(proposed);
     grow(*seq, end + num_proposed);
     shape.add(end, num_proposed, /*prefill=*/true);
@@ -471,6 +496,10 @@ std::vector<std::unique_ptr<Sequence>> Scheduler::remove_if(
   for (size_t i = num_waiting_removed; i < removed.size(); ++i) {
     num_reserved_tokens_ -= removed[i]->max_tokens();
     free_blocks(*removed[i]);
+  }
+  // Waiting ones too: a preempted sequence keeps what its proposer holds for it.
+  if (proposer_) {
+    for (const std::unique_ptr<Sequence>& seq : removed) proposer_->release(seq->id);
   }
   return removed;
 }

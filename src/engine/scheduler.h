@@ -18,9 +18,11 @@
 #include "engine/block_manager.h"
 #include "engine/engine_config.h"
 #include "engine/engine_request.h"
+#include "engine/proposer.h"
 #include "engine/sampled_token.h"
 #include "engine/scheduled_batch.h"
 #include "engine/sequence.h"
+#include "engine/speculation_governor.h"
 #include "engine/step_cost_model.h"
 #include "engine/token_sink.h"
 
@@ -49,7 +51,8 @@ Status check_fits_empty_batch(const EngineConfig& config, const EngineRequest& r
 
 class Scheduler {
  public:
-  explicit Scheduler(EngineConfig config);
+  // `proposer` makes the proposals when config.speculate > 0 (null: an NgramProposer).
+  explicit Scheduler(EngineConfig config, std::unique_ptr<Proposer> proposer = nullptr);
 
   // Appends a request to the FIFO queue; returns its sequence id (increasing from 0). The request
   // must fit an empty batch (Engine::submit checks it with check_fits_empty_batch).
@@ -85,11 +88,13 @@ class Scheduler {
   // preemption; a waiting sequence is admitted with what fits), and on admission a prefix-cache
   // hit takes only the cached blocks inside the window of its first position to compute.
   //
-  // With speculate > 0, last, each decoding entry of a running sequence without a grammar gets
-  // the n-gram proposals (propose_ngram) that fit: at most speculate, fewer than the tokens it
-  // has left to generate (so no position past its max_tokens is ever computed), within the blocks
-  // still free (proposals never preempt, nor keep a newcomer out) and, under the latency target,
-  // within what the step's predicted time allows. Its table grows to cover them.
+  // With speculate > 0, last, each decoding entry of a running sequence without a grammar may
+  // propose: at most speculate and its proposal_limit, fewer than the tokens it has left to
+  // generate (so no position past its max_tokens is ever computed), within the blocks still free
+  // (proposals never preempt, nor keep a newcomer out) and, under the latency target, within
+  // what the step's predicted time allows, each sequence's room counted as if the ones before it
+  // proposed all theirs. One Proposer::propose call fills them all; each table grows to cover
+  // what was proposed. With adaptive_speculation, only in the steps the governor allows.
   ScheduledBatch schedule();
 
   // Applies a computed batch: advances num_computed_tokens, caches the blocks it filled, releases
@@ -103,7 +108,8 @@ class Scheduler {
   StepOutput update(const ScheduledBatch& batch, std::span<const SampleResult> samples);
 
   // Removes every waiting or running sequence matching `pred` (cancelled, stopped, failed), frees
-  // their blocks and hands them back so the caller can notify their sinks.
+  // their blocks, releases them from the proposer and hands them back so the caller can notify
+  // their sinks.
   std::vector<std::unique_ptr<Sequence>> remove_if(
       const std::function<bool(const Sequence&)>& pred);
 
@@ -134,6 +140,11 @@ class Scheduler {
   // Predicts step times for max_step_latency_ms; the Engine feeds it each measured step.
   StepCostModel& cost_model() { return cost_model_; }
   const StepCostModel& cost_model() const { return cost_model_; }
+  // Decides, with adaptive_speculation, which steps propose; the Engine feeds it each measured
+  // pure decode step.
+  SpeculationGovernor& speculation_governor() { return governor_; }
+  // The proposer in use (null without speculation).
+  const Proposer* proposer() const { return proposer_.get(); }
 
  private:
   // The longest run of cached full blocks at the start of a sequence's tokens, leaving at least
@@ -183,6 +194,8 @@ class Scheduler {
   EngineConfig config_;
   BlockManager block_manager_;
   StepCostModel cost_model_;
+  std::unique_ptr<Proposer> proposer_;
+  SpeculationGovernor governor_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   int64_t num_reserved_tokens_ = 0;

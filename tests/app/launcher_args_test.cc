@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../app/launcher_test_helpers.h"
 
 namespace lm {
@@ -104,6 +106,30 @@ TEST(LauncherArgs, SpeculateIsAcceptedWithinItsRange) {
     a.speculate = n;
     EXPECT_EQ(check_error(a), "Invalid argument: `speculate` must be in 0..64") << n;
   }
+}
+
+// --speculative-model-id: a draft model, loaded only where speculation runs.
+TEST(LauncherArgs, ADraftModelIsNotedWhereItHasNoEffect) {
+  LauncherArgs a;
+  a.speculative_model_id = "draft.gguf";
+  auto notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok());
+  EXPECT_TRUE(notes->empty());
+  a.speculate = 0;
+  notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok());
+  ASSERT_EQ(notes->size(), 1u);
+  EXPECT_EQ(notes->front(),
+            "--speculative-model-id has no effect with --speculate 0: the draft model is not "
+            "loaded");
+  a.speculate = 4;
+  a.device = "cuda";
+  notes = check_launcher_args(a);
+  ASSERT_TRUE(notes.ok());
+  EXPECT_NE(std::ranges::find(*notes,
+                              "--speculative-model-id has no effect on the CUDA backend "
+                              "(speculation is off there): the draft model is not loaded"),
+            notes->end());
 }
 
 TEST(LauncherArgs, AcceptsTgiManifestSettings) {

@@ -38,6 +38,36 @@ TEST(LauncherFlags, DeviceDefaultsToAutoAndTakesFlagOrEnvironment) {
   EXPECT_EQ(*e.max_batch_size, 4);
 }
 
+TEST(LauncherFlags, SpeculativeModelIdTakesFlagOrEnvironment) {
+  unsetenv("SPECULATIVE_MODEL_ID");
+  LauncherArgs a;
+  EXPECT_EQ(parse({}, a), "");
+  EXPECT_FALSE(a.speculative_model_id.has_value());
+  setenv("SPECULATIVE_MODEL_ID", "HuggingFaceTB/SmolLM2-135M-Instruct", 1);
+  LauncherArgs b;
+  EXPECT_EQ(parse({}, b), "");
+  EXPECT_EQ(b.speculative_model_id, "HuggingFaceTB/SmolLM2-135M-Instruct");
+  unsetenv("SPECULATIVE_MODEL_ID");
+  LauncherArgs c;
+  EXPECT_EQ(parse({"--speculative-model-id", "/data/draft.gguf"}, c), "");
+  EXPECT_EQ(c.speculative_model_id, "/data/draft.gguf");
+}
+
+TEST(LauncherFlags, AdaptiveSpeculationIsOnUnlessTurnedOff) {
+  unsetenv("ADAPTIVE_SPECULATION");
+  LauncherArgs a;
+  EXPECT_EQ(parse({}, a), "");
+  EXPECT_TRUE(a.adaptive_speculation);
+  LauncherArgs b;
+  EXPECT_EQ(parse({"--adaptive-speculation", "false"}, b), "");
+  EXPECT_FALSE(b.adaptive_speculation);
+  setenv("ADAPTIVE_SPECULATION", "false", 1);
+  LauncherArgs c;
+  EXPECT_EQ(parse({}, c), "");
+  EXPECT_FALSE(c.adaptive_speculation);
+  unsetenv("ADAPTIVE_SPECULATION");
+}
+
 TEST(LauncherFlags, MaxStepLatencyDefaultsTo300MsAndTakesFlagOrEnvironment) {
   unsetenv("MAX_STEP_LATENCY_MS");
   LauncherArgs a;

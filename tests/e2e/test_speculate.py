@@ -39,7 +39,8 @@ def tokens(answer):
 def test_speculation_gives_the_outputs_of_plain_decoding():
     with launch_server() as plain_server:
         plain, plain_stream, _ = run(plain_server)
-    with launch_server(["--speculate", "3"]) as spec_server:
+    # Every step proposes (the adaptive default may measure proposals as not paying and skip them).
+    with launch_server(["--speculate", "3", "--adaptive-speculation", "false"]) as spec_server:
         spec, spec_stream, metrics = run(spec_server)
         logs = spec_server.stdout() + spec_server.stderr()
     assert "Speculation: up to 3 n-gram tokens proposed per decode step" in logs
@@ -77,3 +78,54 @@ def test_speculate_from_the_environment_in_the_plan_and_its_range():
         r = launcher(env={"SPECULATE": bad})
         assert r.returncode == 1
         assert "`speculate` must be in 0..64" in r.stdout + r.stderr
+
+
+def test_a_draft_model_gives_the_outputs_of_plain_decoding():
+    """--speculative-model-id: the default model drafting for itself (its greedy proposals are
+    the model's own choices, so most are accepted); every answer as without speculation."""
+    with launch_server() as plain_server:
+        plain, plain_stream, _ = run(plain_server)
+    with launch_server(["--speculative-model-id", MODEL, "--adaptive-speculation", "false"]) as s:
+        spec, spec_stream, metrics = run(s)
+        logs = s.stdout() + s.stderr()
+    assert "Speculation: up to 4 tokens proposed per decode step by the draft model" in logs
+    assert "in every decode step (--adaptive-speculation false)" in logs
+    # Adaptive (the default): proposals only where measured to pay; the same outputs either way.
+    with launch_server(["--speculative-model-id", MODEL]) as s:
+        adaptive, adaptive_stream, _ = run(s)
+        logs = s.stdout() + s.stderr()
+    assert "only in the steps where it is measured to pay" in logs
+    assert [tokens(a) for a in adaptive] == [tokens(p) for p in plain]
+    assert [e["token"]["id"] for e in adaptive_stream] == [e["token"]["id"] for e in plain_stream]
+    for got, want in zip(spec, plain, strict=True):
+        assert got["generated_text"] == want["generated_text"]
+        assert got["details"]["finish_reason"] == want["details"]["finish_reason"]
+        assert tokens(got) == tokens(want)
+    assert [e["token"]["id"] for e in spec_stream] == [e["token"]["id"] for e in plain_stream]
+    # The greedy requests' proposals are all the model's own choices.
+    assert metrics["tgi_speculative_accepted_tokens"] > 60
+    assert metrics["tgi_speculative_proposed_tokens"] >= metrics["tgi_speculative_accepted_tokens"]
+
+
+def test_a_draft_model_in_the_plan_and_one_with_another_vocabulary_refused():
+    r = launcher(["--dry-run", "--json-output", "--speculative-model-id", MODEL])
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout.strip().splitlines()[-1])
+    assert plan["speculate"] == 4
+    assert plan["speculative_model_path"] == MODEL
+    assert plan["adaptive_speculation"] is True
+    r = launcher(["--dry-run", "--speculate", "2"], env={"SPECULATIVE_MODEL_ID": MODEL})
+    assert f"Speculation: up to 2 tokens per decode step from the draft model {MODEL}" in r.stdout
+    # Tiny fixture models: another vocabulary, and none.
+    other = str(LAUNCHER.parents[2] / "test-models/gemma-gguf/model.gguf")
+    r = launcher(["--dry-run", "--speculative-model-id", other])
+    assert r.returncode == 1
+    assert (f"--speculative-model-id {other}: its vocabulary has 384 tokens, the model's 49152 "
+            "(a draft must share the model's tokenizer)") in r.stdout + r.stderr  # fmt: skip
+    none = str(LAUNCHER.parents[2] / "test-models/kquant-gguf/model-kquants.gguf")
+    r = launcher(["--dry-run", "--speculative-model-id", none])
+    assert r.returncode == 1
+    assert f"--speculative-model-id {none}: " in r.stdout + r.stderr
+    r = launcher(["--dry-run", "--speculative-model-id", "/nonexistent/draft.gguf"])
+    assert r.returncode == 1
+    assert "--speculative-model-id /nonexistent/draft.gguf: " in r.stdout + r.stderr

@@ -49,6 +49,27 @@ Ids ids_of(const StepOutput& out) {
   return ids;
 }
 
+// With adaptive_speculation the governor decides per step: measured slower with proposals, the
+// step proposes nothing (but for its probes); measured faster, it proposes as before.
+TEST(SchedulerSpeculation, AdaptiveSpeculationProposesOnlyWhereItPays) {
+  EngineConfig c = config();
+  c.adaptive_speculation = true;
+  for (const bool pays : {false, true}) {
+    SCOPED_TRACE(pays ? "pays" : "costs");
+    Scheduler scheduler(c);
+    SpeculationGovernor& g = scheduler.speculation_governor();
+    for (int i = 0; i < SpeculationGovernor::kMinSamples; ++i) {
+      g.observe(true, 1, 5, pays ? 0.03 : 0.06);  // 6 or 12 ms a token with proposals
+      g.observe(false, 1, 1, 0.01);               // 10 without
+    }
+    scheduler.add(request({5, 6, 7, 5, 6}, 10), nullptr);
+    scheduler.update(scheduler.schedule(), samples({7}));
+    const ScheduledBatch batch = scheduler.schedule();
+    EXPECT_EQ(entries(batch), (std::vector<Entry>{{0, 5, 1, true}}));
+    EXPECT_EQ(proposals(batch), (std::vector<Ids>{pays ? Ids{5, 6, 7} : Ids{}}));
+  }
+}
+
 TEST(SchedulerSpeculation, AcceptedProposalsAreKeptAndRejectedOnesRolledBack) {
   Scheduler scheduler(config());
   scheduler.add(request({5, 6, 7, 5, 6}, 10), nullptr);

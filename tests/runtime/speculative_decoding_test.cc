@@ -19,6 +19,7 @@
 #include "collecting_sink.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "runtime/draft_proposer.h"
 #include "runtime/model_executor.h"
 
 namespace lm {
@@ -36,9 +37,10 @@ struct Outcome {
 };
 
 // Every request submitted at once to an Engine of its own; num_blocks > 0 shrinks the KV pool to
-// that many blocks of 4 tokens.
+// that many blocks of 4 tokens. With a `draft` model it makes the proposals (its own pool as
+// large as the target's), else prompt lookup.
 Outcome generate(LlamaModel& model, const std::vector<EngineRequest>& requests, int64_t speculate,
-                 int64_t num_blocks = 0) {
+                 int64_t num_blocks = 0, LlamaModel* draft = nullptr) {
   ThreadPool pool(2);
   EngineConfig config;
   config.max_batch_total_tokens = 2048;
@@ -48,7 +50,14 @@ Outcome generate(LlamaModel& model, const std::vector<EngineRequest>& requests, 
     config.block_size = 4;
     config.num_blocks = num_blocks;
   }
-  Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config));
+  std::unique_ptr<Proposer> proposer;
+  if (draft != nullptr) {
+    proposer =
+        std::make_unique<DraftProposer>(*draft, pool, kv_num_blocks(config), config.block_size,
+                                        DType::kF16, model.config().vocab_size);
+  }
+  Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config), {},
+                std::move(proposer));
   std::vector<std::shared_ptr<CollectingSink>> sinks;
   for (const EngineRequest& request : requests) {
     sinks.push_back(std::make_shared<CollectingSink>());
@@ -142,6 +151,34 @@ TEST(SpeculativeDecoding, QuantizedTinyModelGivesTheSameBitsAndAcceptsProposals)
   expect_same(small, plain, /*same_bits=*/true);
   EXPECT_GT(small.stats.num_preemptions, 0);
   EXPECT_GT(small.stats.num_accepted_tokens, 0);
+}
+
+// A draft model proposes (--speculative-model-id): the target's F32 twin (close logits: most
+// proposals accepted) and a model of other weights (few accepted). Either way the target's
+// outputs are those of plain decoding, through preemption in a small pool too.
+TEST(SpeculativeDecoding, ADraftModelGivesTheSameBits) {
+  std::unique_ptr<LlamaModel> model = load(kTestModels / "kquant-gguf" / "model-kquants.gguf");
+  std::unique_ptr<LlamaModel> twin = load(kTestModels / "kquant-gguf" / "model-f32.gguf");
+  std::unique_ptr<LlamaModel> other = load(kTestModels / "kquant-gguf" / "model-lowbit.gguf");
+  ASSERT_TRUE(model && twin && other);
+  model->set_int8_activations(true);
+  twin->set_int8_activations(true);
+  other->set_int8_activations(true);
+  const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  const Outcome plain = generate(*model, reqs, 0);
+  const Outcome close = generate(*model, reqs, 4, 0, twin.get());
+  expect_same(close, plain, /*same_bits=*/true);
+  const Outcome far = generate(*model, reqs, 4, 0, other.get());
+  expect_same(far, plain, /*same_bits=*/true);
+  const Outcome small = generate(*model, reqs, 4, /*num_blocks=*/24, twin.get());
+  expect_same(small, plain, /*same_bits=*/true);
+  EXPECT_GT(small.stats.num_preemptions, 0);
+  std::cout << "[ measured ] accepted: twin " << close.stats.num_accepted_tokens << " of "
+            << close.stats.num_proposed_tokens << ", other weights "
+            << far.stats.num_accepted_tokens << " of " << far.stats.num_proposed_tokens << "\n";
+  // The twin's proposals are mostly the target's choices; the other model's far less often.
+  EXPECT_GT(close.stats.num_accepted_tokens * 2, close.stats.num_proposed_tokens);
+  EXPECT_GT(close.stats.num_accepted_tokens, far.stats.num_accepted_tokens);
 }
 
 TEST(SpeculativeDecoding, HalfPanelsGiveTheSameBits) {

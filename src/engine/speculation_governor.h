@@ -1,0 +1,54 @@
+// SpeculationGovernor: whether a step's decoding sequences propose at all. Proposals pay when the
+// tokens they add outweigh what verifying (and drafting) them costs, and that depends on the
+// model, the machine, the proposer and the batch: a verified row is nearly free where a step is
+// bound by reading the weights, and costs as much as a prompt token where it is bound by
+// arithmetic (small models, few cores, large batches). So it is measured, not predicted: every
+// pure decode step is timed in seconds per token it delivered, as one arm of a two-armed bandit
+// per batch-size bucket -- steps that verified proposals, and steps that did not. The faster arm
+// runs; the other is tried again every kProbeInterval steps of its bucket, so a change of load
+// or of text is seen. Plain data: the engine feeds it seconds; it reads no clock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace lm {
+
+class SpeculationGovernor {
+ public:
+  // Samples an arm needs before the buckets' comparison counts.
+  static constexpr int64_t kMinSamples = 3;
+  // The arm that lost runs one step in this many (it costs at most 1/16 of the difference).
+  static constexpr int64_t kProbeInterval = 16;
+  // Weight of the newest step in an arm's running mean.
+  static constexpr double kSmoothing = 0.2;
+
+  // Whether a step with `num_decoding` (> 0) decoding sequences should ask for proposals:
+  // speculation first until it has kMinSamples, then plain decoding until it has as many, then
+  // the arm with fewer seconds per token, but the other one every kProbeInterval-th step.
+  bool should_propose(int64_t num_decoding);
+  // A measured step that computed only decoding sequences' newest tokens (and proposals):
+  // whether it verified any proposal, its decoding sequences, the tokens it delivered and its
+  // seconds (schedule, drafting, forward, sampling, delivery).
+  void observe(bool proposed, int64_t num_decoding, int64_t num_tokens, double seconds);
+
+  // An arm's running mean of seconds per delivered token (0 before any sample), for tests.
+  double seconds_per_token(bool proposed, int64_t num_decoding) const;
+
+ private:
+  struct Arm {
+    double seconds_per_token = 0;
+    int64_t num_observed = 0;
+  };
+  struct Bucket {
+    Arm plain, speculative;
+    int64_t num_steps = 0;
+  };
+  // Decoding sequences 1, 2-3, 4-7, 8-15, 16-31, 32 and more.
+  static size_t bucket_index(int64_t num_decoding);
+
+  std::array<Bucket, 6> buckets_{};
+};
+
+}  // namespace lm

@@ -1,0 +1,78 @@
+// SpeculationGovernor on hand-fed step times: speculation tried first, then plain decoding, then
+// the faster arm with the slower one probed every 16th step; batch sizes decided apart; a change
+// of speed followed.
+#include "engine/speculation_governor.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace lm {
+namespace {
+
+// Runs `num_steps` steps of `num_decoding` sequences: each asks the governor, then reports the
+// step at `plain_spt` / `speculative_spt` seconds per token (5 tokens a sequence when it
+// proposed, 1 otherwise). Returns the decisions.
+std::vector<bool> run(SpeculationGovernor& g, int64_t num_decoding, int num_steps, double plain_spt,
+                      double speculative_spt) {
+  std::vector<bool> decisions;
+  for (int i = 0; i < num_steps; ++i) {
+    const bool proposed = g.should_propose(num_decoding);
+    decisions.push_back(proposed);
+    const int64_t tokens = num_decoding * (proposed ? 5 : 1);
+    g.observe(proposed, num_decoding, tokens,
+              static_cast<double>(tokens) * (proposed ? speculative_spt : plain_spt));
+  }
+  return decisions;
+}
+
+int count(const std::vector<bool>& v, bool value) {
+  int n = 0;
+  for (bool b : v) n += b == value ? 1 : 0;
+  return n;
+}
+
+TEST(SpeculationGovernor, MeasuresBothArmsThenRunsTheFasterAndProbesTheOther) {
+  SpeculationGovernor g;
+  // Speculation at 8 ms a token, plain decoding at 10: speculation wins.
+  std::vector<bool> d = run(g, 1, 6, 0.010, 0.008);
+  EXPECT_EQ(d, (std::vector<bool>{true, true, true, false, false, false}));
+  EXPECT_DOUBLE_EQ(g.seconds_per_token(true, 1), 0.008);
+  EXPECT_DOUBLE_EQ(g.seconds_per_token(false, 1), 0.010);
+  d = run(g, 1, 32, 0.010, 0.008);
+  EXPECT_EQ(count(d, false), 2);  // steps 16 and 32 of the bucket probe plain decoding
+  EXPECT_FALSE(d[9]);             // the bucket's 16th step
+  EXPECT_FALSE(d[25]);            // its 32nd
+}
+
+TEST(SpeculationGovernor, TurnsSpeculationOffWhereItCostsMoreAndBackOnWhenItPays) {
+  SpeculationGovernor g;
+  // Verifying costs more than it saves: 12 ms a token with proposals, 10 without.
+  std::vector<bool> d = run(g, 1, 6, 0.010, 0.012);
+  d = run(g, 1, 64, 0.010, 0.012);
+  EXPECT_EQ(count(d, true), 4);  // one probe in 16
+  // The text turns repetitive (proposals accepted): 6 ms a token. The probes see it; the running
+  // mean crosses within a few of them.
+  d = run(g, 1, 96, 0.010, 0.006);
+  EXPECT_TRUE(d.back());
+  EXPECT_GT(count(std::vector<bool>(d.end() - 32, d.end()), true), 28);
+}
+
+TEST(SpeculationGovernor, DecidesEachBatchSizeApart) {
+  SpeculationGovernor g;
+  run(g, 1, 6, 0.010, 0.006);    // alone: speculation pays
+  run(g, 16, 6, 0.002, 0.004);   // sixteen decoding: it does not
+  run(g, 20, 10, 0.002, 0.004);  // the same bucket (16-31)
+  EXPECT_TRUE(g.should_propose(1));
+  EXPECT_FALSE(g.should_propose(16));
+  EXPECT_FALSE(g.should_propose(31));
+  EXPECT_TRUE(g.should_propose(2));  // 2-3: not measured yet, so speculation first
+  // Nonsense reports are ignored.
+  g.observe(true, 0, 5, 0.01);
+  g.observe(true, 1, 0, 0.01);
+  g.observe(true, 1, 5, -1);
+  EXPECT_DOUBLE_EQ(g.seconds_per_token(true, 1), 0.006);
+}
+
+}  // namespace
+}  // namespace lm
