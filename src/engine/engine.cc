@@ -119,8 +119,12 @@ void Engine::step() {
   if (!stats.failed) {
     scheduler_.cost_model().observe(stats.shape(), stats.step_seconds);
     // Speculation's payoff is judged on pure decode steps only (a prompt chunk's time says
-    // nothing about it).
-    if (config_.speculate > 0 && stats.num_prefill_tokens == 0 && stats.num_decode_tokens > 0) {
+    // nothing about it), and not on a draft's catch-up after steps without it (a transition).
+    const Proposer* proposer = scheduler_.proposer();
+    const bool transition = stats.num_proposed_tokens > 0 && proposer != nullptr &&
+                            proposer->last_catch_up_rows() > stats.num_decode_tokens;
+    if (config_.speculate > 0 && stats.num_prefill_tokens == 0 && stats.num_decode_tokens > 0 &&
+        !transition) {
       int64_t num_tokens = stats.num_decode_tokens;
       for (int64_t n : stats.num_accepted) num_tokens += n;
       scheduler_.speculation_governor().observe(

@@ -30,6 +30,14 @@ class Proposer {
   virtual void release(int64_t seq_id) { (void)seq_id; }
   // Words for the start log ("n-gram", "draft model ...").
   virtual const char* kind() const = 0;
+  // Whether a step of proposals costs about the same whenever it comes. False for a draft
+  // model: after steps without proposals it first catches up on the tokens it missed (a
+  // prompt's worth, at the start of a request), so trying speculation again costs far more than
+  // a step (SpeculationGovernor then stops probing it once it has lost).
+  virtual bool cheap_to_resume() const { return true; }
+  // Rows the last propose() computed only to catch up (0 where nothing is computed): a step
+  // that caught up on more than it proposed is a transition, not speculation's steady cost.
+  virtual int64_t last_catch_up_rows() const { return 0; }
 };
 
 }  // namespace lm

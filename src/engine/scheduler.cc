@@ -25,7 +25,8 @@ int64_t chunk_limit(const Sequence& seq, int64_t budget) {
 Scheduler::Scheduler(EngineConfig config, std::unique_ptr<Proposer> proposer)
     : config_(std::move(config)),
       block_manager_(kv_num_blocks(config_), config_.block_size, config_.max_cached_blocks),
-      proposer_(std::move(proposer)) {
+      proposer_(std::move(proposer)),
+      governor_(!proposer_ || proposer_->cheap_to_resume()) {
   if (config_.speculate > 0 && !proposer_) proposer_ = std::make_unique<NgramProposer>();
   LM_CHECK(!config_.max_batch_size || *config_.max_batch_size >= 1);
   LM_CHECK(config_.max_batch_prefill_tokens >= 1);
@@ -345,9 +346,6 @@ void Scheduler::propose(ScheduledBatch& batch,
   StepShape planned = shape;
   int64_t num_planned_blocks = 0;
   for (const auto& [idx, seq] : decoding) {
-    // NOTE: a grammar's mask for a step is computed while the forward runs, from the tokens
-    // accepted before it, so a constrained sequence has one sampling row a step.
-    if (seq->request.grammar) continue;
     const int64_t end = seq->num_computed_tokens + 1;  // proposals start after the newest token
     // Each accepted proposal is a generated token and so is the token after the last one: with
     // r tokens left, at most r - 1 proposals, so no step computes a position past max_tokens().

@@ -88,7 +88,7 @@ class Scheduler {
   // preemption; a waiting sequence is admitted with what fits), and on admission a prefix-cache
   // hit takes only the cached blocks inside the window of its first position to compute.
   //
-  // With speculate > 0, last, each decoding entry of a running sequence without a grammar may
+  // With speculate > 0, last, each decoding entry of a running sequence (constrained or not) may
   // propose: at most speculate and its proposal_limit, fewer than the tokens it has left to
   // generate (so no position past its max_tokens is ever computed), within the blocks still free
   // (proposals never preempt, nor keep a newcomer out) and, under the latency target, within

@@ -5,8 +5,10 @@
 // arithmetic (small models, few cores, large batches). So it is measured, not predicted: every
 // pure decode step is timed in seconds per token it delivered, as one arm of a two-armed bandit
 // per batch-size bucket -- steps that verified proposals, and steps that did not. The faster arm
-// runs; the other is tried again every kProbeInterval steps of its bucket, so a change of load
-// or of text is seen. Plain data: the engine feeds it seconds; it reads no clock.
+// runs; the other is tried again every kProbeInterval steps of its bucket, so a change of load or
+// of text is seen -- except speculation by a proposer that is costly to resume (a draft model,
+// whose first step after a pause catches up on every token it missed): once it has lost in a
+// bucket it is not tried there again. Plain data: the engine feeds it seconds; it reads no clock.
 #pragma once
 
 #include <array>
@@ -17,12 +19,19 @@ namespace lm {
 
 class SpeculationGovernor {
  public:
+  // `probe_speculation` false (a proposer that is not cheap_to_resume): once speculation has
+  // lost in a bucket it is not tried there again; plain decoding is still probed where it lost.
+  explicit SpeculationGovernor(bool probe_speculation = true)
+      : probe_speculation_(probe_speculation) {}
+
   // Samples an arm needs before the buckets' comparison counts.
   static constexpr int64_t kMinSamples = 3;
-  // The arm that lost runs one step in this many (it costs at most 1/16 of the difference).
+  // The losing arm runs one step in this many (it costs at most 1/16 of the difference).
   static constexpr int64_t kProbeInterval = 16;
-  // Weight of the newest step in an arm's running mean.
+  // Weight of the newest step in an arm's running mean: a running arm's samples come every step,
+  // a probed arm's rarely, so one probe moves its mean further.
   static constexpr double kSmoothing = 0.2;
+  static constexpr double kProbeSmoothing = 0.5;
 
   // Whether a step with `num_decoding` (> 0) decoding sequences should ask for proposals:
   // speculation first until it has kMinSamples, then plain decoding until it has as many, then
@@ -43,12 +52,15 @@ class SpeculationGovernor {
   };
   struct Bucket {
     Arm plain, speculative;
-    int64_t num_steps = 0;
+    int64_t steps_since_probe = 0;
+    bool probing = false;    // the last decision was a probe, not yet observed
+    bool probe_arm = false;  // which arm it probed (true: speculative)
   };
   // Decoding sequences 1, 2-3, 4-7, 8-15, 16-31, 32 and more.
   static size_t bucket_index(int64_t num_decoding);
 
   std::array<Bucket, 6> buckets_{};
+  bool probe_speculation_;
 };
 
 }  // namespace lm

@@ -53,6 +53,7 @@ int64_t DraftProposer::grow(DraftSequence& seq, int64_t num_blocks) {
 
 void DraftProposer::propose(std::span<ProposalSlot> slots) {
   ++num_calls_;
+  last_catch_up_rows_ = 0;
   const int64_t bs = kv_.block_size();
   auto blocks_for = [bs](int64_t num_tokens) { return (num_tokens + bs - 1) / bs; };
   // Marked first, so growing one of them never evicts another.
@@ -90,6 +91,7 @@ void DraftProposer::propose(std::span<ProposalSlot> slots) {
     }
     seq.token_ids.assign(slot.token_ids.begin(), slot.token_ids.end());
   }
+  last_catch_up_rows_ = static_cast<int64_t>(tokens.size()) - static_cast<int64_t>(drafts.size());
   if (drafts.empty()) return;
   forward(drafts, num_rows, tokens, positions);
   // Each further proposal: the latest one fed back at the position after it.

@@ -37,6 +37,8 @@ class DraftProposer final : public Proposer {
   void propose(std::span<ProposalSlot> slots) override;
   void release(int64_t seq_id) override;
   const char* kind() const override { return "draft model"; }
+  bool cheap_to_resume() const override { return false; }
+  int64_t last_catch_up_rows() const override { return last_catch_up_rows_; }
 
   // Sequences holding draft K/V, and blocks free in the draft's pool (for tests).
   int64_t num_sequences() const { return static_cast<int64_t>(sequences_.size()); }
@@ -74,6 +76,7 @@ class DraftProposer final : public Proposer {
   std::unordered_map<int64_t, DraftSequence> sequences_;
   uint64_t num_calls_ = 0;
   int64_t num_computed_rows_ = 0;
+  int64_t last_catch_up_rows_ = 0;
   // The forward's inputs and logits, reused between calls.
   std::vector<int64_t> slot_mapping_;
   std::vector<int32_t> query_begins_, block_tables_, logit_rows_;

@@ -20,6 +20,7 @@ Sampler& StepSampler::sampler_for(const Sequence& seq) {
 
 std::future<void> StepSampler::start_grammar_masks(const ScheduledBatch& batch) {
   grammar_rows_.clear();
+  grammar_proposals_.clear();
   for (const ScheduledSequence& entry : batch.sequences) {
     if (!entry.samples) continue;
     const Sequence& seq = *entry.sequence;
@@ -28,15 +29,29 @@ std::future<void> StepSampler::start_grammar_masks(const ScheduledBatch& batch) 
     std::unique_ptr<GrammarMatcher>& matcher = matchers_[seq.id];
     if (!matcher) matcher = std::make_unique<GrammarMatcher>(seq.request.grammar);
     row.matcher = matcher.get();
-    row.bitmask.resize(static_cast<size_t>(grammar_bitmask_words(matcher->vocab_size())));
+    grammar_proposals_.resize(grammar_rows_.size());
+    grammar_proposals_.back() = entry.proposed_ids;
   }
   const bool any = std::any_of(grammar_rows_.begin(), grammar_rows_.end(),
                                [](const GrammarRow& row) { return row.matcher != nullptr; });
   if (!any) return {};
+  grammar_proposals_.resize(grammar_rows_.size());
   // Only the helper thread touches grammar_rows_ until the future is waited for.
   return std::async(std::launch::async, [this] {
-    for (GrammarRow& row : grammar_rows_) {
-      if (row.matcher != nullptr) row.masked = row.matcher->fill_next_token_bitmask(row.bitmask);
+    for (size_t i = 0; i < grammar_rows_.size(); ++i) {
+      GrammarRow& row = grammar_rows_[i];
+      if (row.matcher == nullptr) continue;
+      const std::vector<int32_t>& proposed = grammar_proposals_[i];
+      const auto words = static_cast<size_t>(grammar_bitmask_words(row.matcher->vocab_size()));
+      int32_t num_accepted = 0;
+      for (size_t r = 0;; ++r) {
+        row.bitmasks.emplace_back(words);
+        row.masked.push_back(row.matcher->fill_next_token_bitmask(row.bitmasks.back()));
+        // A proposal the grammar refuses can never be sampled here: no row after it is.
+        if (r == proposed.size() || !row.matcher->accept_token(proposed[r])) break;
+        ++num_accepted;
+      }
+      if (num_accepted > 0) row.matcher->rollback(num_accepted);
     }
   });
 }
@@ -59,10 +74,11 @@ std::vector<SampleResult> StepSampler::sample(
     }
     if (!entry.samples) continue;  // a prompt chunk or recompute short of the end
     GrammarRow& grammar = grammar_rows_[sample_index++];
-    // The scheduler proposes nothing for a constrained sequence: its one mask is this step's.
-    LM_CHECK(entry.proposed_ids.empty() || grammar.matcher == nullptr);
     const size_t num_rows = 1 + entry.proposed_ids.size();
     for (size_t r = 0; r < num_rows; ++r) {
+      // A constrained row after a proposal its grammar refused (no mask): never reached, as the
+      // row before it cannot have chosen that proposal.
+      if (grammar.matcher != nullptr && r >= grammar.bitmasks.size()) break;
       // NOTE: rows are sampled in order, each after the sampler observed the tokens before it
       // (penalties, the seeded draw's sequence), and a row's logits are the bits a lone decode
       // row would get (batch-invariant kernels): every token is the one plain decoding chooses.
@@ -72,9 +88,10 @@ std::vector<SampleResult> StepSampler::sample(
         token.id = device_choices[row + r]->id;
         token.logprob = device_choices[row + r]->logprob;
       } else {
-        token = sampler.sample(logits.subspan((row + r) * vocab, vocab),
-                               grammar.masked ? std::span<const int32_t>(grammar.bitmask)
-                                              : std::span<const int32_t>());
+        const bool masked = grammar.matcher != nullptr && grammar.masked[r];
+        token = sampler.sample(
+            logits.subspan((row + r) * vocab, vocab),
+            masked ? std::span<const int32_t>(grammar.bitmasks[r]) : std::span<const int32_t>());
       }
       if (r == 0 && seq.wants_prompt_logits()) {
         if (auto gathered = prompt_logprobs_.extract(seq.id)) {

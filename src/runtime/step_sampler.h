@@ -26,7 +26,9 @@ class StepSampler {
 
   // Starts computing the constrained sampling rows' grammar masks on a helper thread (they need
   // no logits: the matchers hold every token sampled so far); an invalid future when no row is
-  // constrained. Wait for it before sample().
+  // constrained. Wait for it before sample(). An entry with proposals gets a mask for each of its
+  // rows: the matcher advances through the proposals the grammar allows (each row's mask is the
+  // state after the proposals before it) and is rolled back, so sample() finds it where it was.
   std::future<void> start_grammar_masks(const ScheduledBatch& batch);
 
   // The step's tokens, as Executor::execute reports them. Logits rows come entry by entry: an
@@ -51,11 +53,12 @@ class StepSampler {
   // (positions first_position, first_position + 1, ...).
   void gather_prompt_logprobs(const Sequence& seq, int64_t first_position, int64_t num_rows,
                               std::span<const float> logits);
-  // One sampling row's grammar: its matcher (null: unconstrained) and next-token mask.
+  // One sampling entry's grammar: its matcher (null: unconstrained) and a next-token mask per
+  // row it may sample (its first, then after each proposal the grammar allows).
   struct GrammarRow {
     GrammarMatcher* matcher = nullptr;
-    std::vector<int32_t> bitmask;
-    bool masked = false;  // false: every token allowed
+    std::vector<std::vector<int32_t>> bitmasks;
+    std::vector<bool> masked;  // per row; false: every token allowed
   };
 
   int64_t vocab_size_;
@@ -64,7 +67,8 @@ class StepSampler {
   // left off; only release frees them.
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
   std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
-  std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling row
+  std::vector<GrammarRow> grammar_rows_;                 // this step's, by sampling entry
+  std::vector<std::vector<int32_t>> grammar_proposals_;  // each entry's proposals, for the helper
   // Prompt logprobs gathered until the request's first token takes them (index i scores prompt
   // token i + 1), with the alternatives when prompt_top_n_tokens > 0.
   struct PromptLogprobs {

@@ -73,6 +73,9 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   EXPECT_EQ(slots[1].proposed, greedy(*model, pool, b, 3));
   // Catch-up rows (13 + 6), then the proposals fed back but the last (4 + 2).
   EXPECT_EQ(drafter.num_computed_rows(), 13 + 6 + 4 + 2);
+  // Beyond the one row each sequence computes anyway: all but the last of each prompt.
+  EXPECT_EQ(drafter.last_catch_up_rows(), 12 + 5);
+  EXPECT_FALSE(drafter.cheap_to_resume());
   EXPECT_EQ(drafter.num_sequences(), 2);
 
   // The target took a's first two proposals and then chose a token of its own.
@@ -87,6 +90,7 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   // Only the token the target chose is caught up (its K/V from the first call is kept up to
   // the accepted proposals), then 3 fed back.
   EXPECT_EQ(drafter.num_computed_rows() - rows_before, 1 + 3);
+  EXPECT_EQ(drafter.last_catch_up_rows(), 0);
 }
 
 TEST(DraftProposer, SharesItsPoolOutAndHandsItBack) {

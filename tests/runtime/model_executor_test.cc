@@ -26,6 +26,7 @@
 #include "engine/run_to_completion.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_vocab.h"
+#include "runtime/draft_proposer.h"
 #include "runtime/warmup.h"
 
 namespace lm {
@@ -509,10 +510,10 @@ TEST_F(ModelExecutorTest, TinyKvPoolWithPreemptionAndSharedPrefixesMatchesEachRu
             << stats.prefix_cache_hit_tokens << "/" << stats.prefix_cache_query_tokens << "\n";
 }
 
-// Constrained sequences through preemption and recompute: each keeps its matcher (its generated
-// tokens are kept), so together they get exactly the tokens they get alone, and every text
-// matches the grammar. The tiny model's 384 ids get a made-up vocabulary: 3..28 spell a..z, the
-// others "w<id>"; 0-2 are special (2 the EOS).
+// Constrained sequences through preemption and recompute, with and without speculation: each
+// keeps its matcher (its generated tokens are kept), so together they get exactly the tokens
+// they get alone, and every text matches the grammar. The tiny model's 384 ids get a made-up
+// vocabulary: 3..28 spell a..z, the others "w<id>"; 0-2 are special (2 the EOS).
 TEST_F(ModelExecutorTest, ConstrainedSequencesThroughPreemptionMatchEachRunAlone) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   for (int32_t id = 3; id < 384; ++id)
@@ -545,42 +546,58 @@ TEST_F(ModelExecutorTest, ConstrainedSequencesThroughPreemptionMatchEachRunAlone
   std::vector<GenerationResult> alone;
   for (const EngineRequest& r : reqs) alone.push_back(generate_alone(r));
 
-  EngineConfig config;
-  config.block_size = 4;
-  config.num_blocks = 12;
-  config.max_batch_prefill_tokens = 16;
-  config.max_batch_total_tokens = 1024;
-  config.eos_token_ids = model_->config().eos_token_ids;
-  auto executor = std::make_unique<ModelExecutor>(*model_, *pool_, config);
-  ModelExecutor* executor_ptr = executor.get();
-  Engine engine(config, std::move(executor));
-  std::vector<std::shared_ptr<CollectingSink>> sinks;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    sinks.push_back(std::make_shared<CollectingSink>());
-    ASSERT_TRUE(engine.submit(reqs[i], sinks[i]).ok());
-  }
-  int num_eos = 0;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(i);
-    const GenerationResult together = sinks[i]->wait();
-    EXPECT_EQ(ids_of(together), ids_of(alone[i]));
-    std::string text;
-    for (int32_t id : ids_of(together)) {
-      if (id != 2) text += tokenizer->token_text(id);
+  // Plainly, then speculating: n-gram proposals, and a draft (the model itself, unconstrained:
+  // its proposals are often tokens the grammar refuses, which end the verified run there).
+  for (const std::string mode : {"plain", "n-gram", "draft"}) {
+    SCOPED_TRACE(mode);
+    EngineConfig config;
+    config.block_size = 4;
+    config.num_blocks = 12;
+    config.max_batch_prefill_tokens = 16;
+    config.max_batch_total_tokens = 1024;
+    config.eos_token_ids = model_->config().eos_token_ids;
+    config.speculate = mode == "plain" ? 0 : 3;
+    std::unique_ptr<Proposer> proposer;
+    if (mode == "draft") {
+      proposer = std::make_unique<DraftProposer>(*model_, *pool_, 64, 4, DType::kF32,
+                                                 model_->config().vocab_size);
     }
-    if (together.finish_reason == FinishReason::kEosToken) {
-      ++num_eos;
-      EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << text;
-    } else {
-      EXPECT_TRUE(std::regex_match(text, std::regex("(ab|cd|w1[0-9][0-9])*(a|c|w1?[0-9]?)?")))
-          << text;  // cut by max_new_tokens: a prefix of a match
+    auto executor = std::make_unique<ModelExecutor>(*model_, *pool_, config);
+    ModelExecutor* executor_ptr = executor.get();
+    Engine engine(config, std::move(executor), {}, std::move(proposer));
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      sinks.push_back(std::make_shared<CollectingSink>());
+      ASSERT_TRUE(engine.submit(reqs[i], sinks[i]).ok());
     }
+    int num_eos = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      SCOPED_TRACE(i);
+      const GenerationResult together = sinks[i]->wait();
+      EXPECT_EQ(ids_of(together), ids_of(alone[i]));
+      std::string text;
+      for (int32_t id : ids_of(together)) {
+        if (id != 2) text += tokenizer->token_text(id);
+      }
+      if (together.finish_reason == FinishReason::kEosToken) {
+        ++num_eos;
+        EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << text;
+      } else {
+        EXPECT_TRUE(std::regex_match(text, std::regex("(ab|cd|w1[0-9][0-9])*(a|c|w1?[0-9]?)?")))
+            << text;  // cut by max_new_tokens: a prefix of a match
+      }
+    }
+    engine.drain();
+    EXPECT_GT(engine.stats().num_preemptions, 0);
+    EXPECT_EQ(executor_ptr->num_sequences(), 0);
+    if (mode != "plain") {
+      EXPECT_GT(engine.stats().num_proposed_tokens, 0);
+    }
+    std::cout << "[ measured ] " << mode << ": " << num_eos << " of 8 ended with EOS, preemptions "
+              << engine.stats().num_preemptions << ", accepted "
+              << engine.stats().num_accepted_tokens << " of " << engine.stats().num_proposed_tokens
+              << " proposed\n";
   }
-  engine.drain();
-  EXPECT_GT(engine.stats().num_preemptions, 0);
-  EXPECT_EQ(executor_ptr->num_sequences(), 0);
-  std::cout << "[ measured ] " << num_eos << " of 8 ended with EOS, preemptions "
-            << engine.stats().num_preemptions << "\n";
 }
 
 }  // namespace
