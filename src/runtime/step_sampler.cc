@@ -76,9 +76,6 @@ std::vector<SampleResult> StepSampler::sample(
     GrammarRow& grammar = grammar_rows_[sample_index++];
     const size_t num_rows = 1 + entry.proposed_ids.size();
     for (size_t r = 0; r < num_rows; ++r) {
-      // A constrained row after a proposal its grammar refused (no mask): never reached, as the
-      // row before it cannot have chosen that proposal.
-      if (grammar.matcher != nullptr && r >= grammar.bitmasks.size()) break;
       // NOTE: rows are sampled in order, each after the sampler observed the tokens before it
       // (penalties, the seeded draw's sequence), and a row's logits are the bits a lone decode
       // row would get (batch-invariant kernels): every token is the one plain decoding chooses.
@@ -88,7 +85,11 @@ std::vector<SampleResult> StepSampler::sample(
         token.id = device_choices[row + r]->id;
         token.logprob = device_choices[row + r]->logprob;
       } else {
-        const bool masked = grammar.matcher != nullptr && grammar.masked[r];
+        // NOTE: a row after a proposal its grammar refused has no mask; it is sampled only if
+        // the row before chose that proposal anyway (every allowed logit -inf), and then
+        // unmasked, so the rule the scheduler reads back (a row per matched proposal) holds.
+        const bool masked =
+            grammar.matcher != nullptr && r < grammar.masked.size() && grammar.masked[r];
         token = sampler.sample(
             logits.subspan((row + r) * vocab, vocab),
             masked ? std::span<const int32_t>(grammar.bitmasks[r]) : std::span<const int32_t>());
