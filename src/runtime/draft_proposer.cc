@@ -11,9 +11,9 @@ DraftProposer::DraftProposer(LlamaModel& model, ThreadPool& pool, int64_t num_bl
     : model_(model),
       pool_(pool),
       kv_(model.config(), num_blocks, block_size, kv_dtype),
-      num_ids_(std::min(num_ids, model.config().vocab_size)) {
+      num_ids_(std::min(num_ids, model.config().vocab_size)),
+      blocks_(num_blocks, block_size) {
   LM_CHECK(num_blocks >= 2 && num_ids_ >= 1);
-  for (auto id = static_cast<int32_t>(num_blocks - 1); id >= 1; --id) free_blocks_.push_back(id);
 }
 
 void DraftProposer::release(int64_t seq_id) {
@@ -25,14 +25,14 @@ void DraftProposer::release(int64_t seq_id) {
 
 void DraftProposer::free_blocks(DraftSequence& seq, size_t keep) {
   while (seq.block_table.size() > keep) {
-    free_blocks_.push_back(seq.block_table.back());
+    blocks_.release(seq.block_table.back());
     seq.block_table.pop_back();
   }
 }
 
 int64_t DraftProposer::grow(DraftSequence& seq, int64_t num_blocks) {
   while (static_cast<int64_t>(seq.block_table.size()) < num_blocks) {
-    if (free_blocks_.empty()) {
+    if (!blocks_.can_allocate(1)) {
       // The sequence drafted for least recently, outside this call, gives its blocks back.
       auto victim = sequences_.end();
       for (auto it = sequences_.begin(); it != sequences_.end(); ++it) {
@@ -45,8 +45,7 @@ int64_t DraftProposer::grow(DraftSequence& seq, int64_t num_blocks) {
       sequences_.erase(victim);  // pointers to the other sequences stay valid
       continue;
     }
-    seq.block_table.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
+    seq.block_table.push_back(blocks_.allocate());
   }
   return static_cast<int64_t>(seq.block_table.size());
 }
@@ -89,7 +88,8 @@ void DraftProposer::propose(std::span<ProposalSlot> slots) {
       tokens.push_back(slot.token_ids[static_cast<size_t>(p)]);
       positions.push_back(static_cast<int32_t>(p));
     }
-    seq.token_ids.assign(slot.token_ids.begin(), slot.token_ids.end());
+    // It held the first `keep` ids already: only the rest is appended.
+    seq.token_ids.insert(seq.token_ids.end(), slot.token_ids.begin() + keep, slot.token_ids.end());
   }
   last_catch_up_rows_ = static_cast<int64_t>(tokens.size()) - static_cast<int64_t>(drafts.size());
   if (drafts.empty()) return;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/block_manager.h"
 #include "engine/proposer.h"
 #include "model/llama_model.h"
 #include "runtime/kv_pool.h"
@@ -42,7 +43,7 @@ class DraftProposer final : public Proposer {
 
   // Sequences holding draft K/V, and blocks free in the draft's pool (for tests).
   int64_t num_sequences() const { return static_cast<int64_t>(sequences_.size()); }
-  int64_t num_free_blocks() const { return static_cast<int64_t>(free_blocks_.size()); }
+  int64_t num_free_blocks() const { return blocks_.num_free_blocks(); }
   // Rows the draft has computed since start: catch-up tokens and fed-back proposals.
   int64_t num_computed_rows() const { return num_computed_rows_; }
 
@@ -72,7 +73,7 @@ class DraftProposer final : public Proposer {
   ThreadPool& pool_;
   KvPool kv_;
   int64_t num_ids_;
-  std::vector<int32_t> free_blocks_;  // lowest id last, so blocks are handed out from 1 up
+  BlockManager blocks_;  // the draft pool's block ids (no prefix cache)
   std::unordered_map<int64_t, DraftSequence> sequences_;
   uint64_t num_calls_ = 0;
   int64_t num_computed_rows_ = 0;

@@ -20,7 +20,6 @@ Sampler& StepSampler::sampler_for(const Sequence& seq) {
 
 std::future<void> StepSampler::start_grammar_masks(const ScheduledBatch& batch) {
   grammar_rows_.clear();
-  grammar_proposals_.clear();
   for (const ScheduledSequence& entry : batch.sequences) {
     if (!entry.samples) continue;
     const Sequence& seq = *entry.sequence;
@@ -29,19 +28,16 @@ std::future<void> StepSampler::start_grammar_masks(const ScheduledBatch& batch) 
     std::unique_ptr<GrammarMatcher>& matcher = matchers_[seq.id];
     if (!matcher) matcher = std::make_unique<GrammarMatcher>(seq.request.grammar);
     row.matcher = matcher.get();
-    grammar_proposals_.resize(grammar_rows_.size());
-    grammar_proposals_.back() = entry.proposed_ids;
+    row.proposed = entry.proposed_ids;
   }
   const bool any = std::any_of(grammar_rows_.begin(), grammar_rows_.end(),
                                [](const GrammarRow& row) { return row.matcher != nullptr; });
   if (!any) return {};
-  grammar_proposals_.resize(grammar_rows_.size());
   // Only the helper thread touches grammar_rows_ until the future is waited for.
   return std::async(std::launch::async, [this] {
-    for (size_t i = 0; i < grammar_rows_.size(); ++i) {
-      GrammarRow& row = grammar_rows_[i];
+    for (GrammarRow& row : grammar_rows_) {
       if (row.matcher == nullptr) continue;
-      const std::vector<int32_t>& proposed = grammar_proposals_[i];
+      const std::span<const int32_t> proposed = row.proposed;
       const auto words = static_cast<size_t>(grammar_bitmask_words(row.matcher->vocab_size()));
       int32_t num_accepted = 0;
       for (size_t r = 0;; ++r) {

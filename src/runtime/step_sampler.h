@@ -57,6 +57,7 @@ class StepSampler {
   // row it may sample (its first, then after each proposal the grammar allows).
   struct GrammarRow {
     GrammarMatcher* matcher = nullptr;
+    std::span<const int32_t> proposed;  // the entry's proposals (the batch outlives the step)
     std::vector<std::vector<int32_t>> bitmasks;
     std::vector<bool> masked;  // per row; false: every token allowed
   };
@@ -67,8 +68,7 @@ class StepSampler {
   // left off; only release frees them.
   std::unordered_map<int64_t, std::unique_ptr<Sampler>> samplers_;
   std::unordered_map<int64_t, std::unique_ptr<GrammarMatcher>> matchers_;
-  std::vector<GrammarRow> grammar_rows_;                 // this step's, by sampling entry
-  std::vector<std::vector<int32_t>> grammar_proposals_;  // each entry's proposals, for the helper
+  std::vector<GrammarRow> grammar_rows_;  // this step's, by sampling entry
   // Prompt logprobs gathered until the request's first token takes them (index i scores prompt
   // token i + 1), with the alternatives when prompt_top_n_tokens > 0.
   struct PromptLogprobs {
