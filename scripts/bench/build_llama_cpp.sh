@@ -3,7 +3,7 @@
 # source tree inside the pinned llama-cpp-python sdist on PyPI, for side-by-side benchmarks.
 # Not part of `make test`.
 #
-#   scripts/bench/build_llama_cpp.sh [--isa native|avx2|avx512|avx512-vnni] [--dry-run]
+#   scripts/bench/build_llama_cpp.sh [--isa native|avx2|avx512|avx512-vnni|avx512-bf16] [--dry-run]
 #
 # --isa native (default): the best this machine runs, into $LLAMA_CPP_DIR/build/bin/. GGML_NATIVE
 #   (-march=native) compiles in AMX wherever CPUID advertises it, and such a build dies with
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --isa) ISA="$2"; shift 2 ;;
     --isa=*) ISA="${1#--isa=}"; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
-    *) echo "usage: $0 [--isa native|avx2|avx512|avx512-vnni] [--dry-run]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--isa native|avx2|avx512|avx512-vnni|avx512-bf16] [--dry-run]" >&2; exit 2 ;;
   esac
 done
 DIR=${LLAMA_CPP_DIR:-.cache/llama.cpp}
@@ -88,7 +88,8 @@ level_options() {
     avx2) echo "$base $avx2 $off_512" ;;
     avx512) echo "$base $avx2 -DGGML_AVX512=ON -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF" ;;
     avx512-vnni) echo "$base $avx2 -DGGML_AVX512=ON -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=OFF" ;;
-    *) echo "unknown --isa $1 (native, avx2, avx512, avx512-vnni)" >&2; return 1 ;;
+    avx512-bf16) echo "$base $avx2 -DGGML_AVX512=ON -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON" ;;
+    *) echo "unknown --isa $1 (native, avx2, avx512, avx512-vnni, avx512-bf16)" >&2; return 1 ;;
   esac
 }
 

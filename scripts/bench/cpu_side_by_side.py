@@ -27,7 +27,7 @@ bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction o
 roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model the
 server's resident memory against file size + KV pool + 100 MB.
 
---isa LEVEL (avx2, avx512, avx512-vnni) compares both at one instruction-set level: ours capped
+--isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
 with CPU_ISA=LEVEL (the launcher's --cpu-isa), llama.cpp built for that level only
 (scripts/bench/build_llama_cpp.sh --isa LEVEL, in .cache/llama.cpp/build-LEVEL/); e.g. avx2 shows
 what an AVX2-only machine gets from each. Without it, each runs the best this machine runs.
@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LLAMA_CPP_DIR = ROOT / os.environ.get("LLAMA_CPP_DIR", ".cache/llama.cpp")
 BIN = LLAMA_CPP_DIR / "build/bin"  # build-LEVEL/bin with --isa LEVEL (main() sets it)
 ISA = "auto"  # --isa: ours runs with CPU_ISA=ISA
-ISA_LEVELS = ["auto", "avx2", "avx512", "avx512-vnni"]
+ISA_LEVELS = ["auto", "avx2", "avx512", "avx512-vnni", "avx512-bf16"]
 OURS = ROOT / "build/src/app/text-generation-benchmark"
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
 MODELS_DIR = ROOT / ".cache/models"

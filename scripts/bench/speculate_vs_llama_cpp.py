@@ -206,7 +206,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=192)
     ap.add_argument("--speculate", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--isa", default="avx2", choices=["avx2", "avx512", "avx512-vnni"])
+    ap.add_argument("--isa", default="avx2", choices=["avx2", "avx512", "avx512-vnni", "avx512-bf16"])
     ap.add_argument("--clients", type=int, default=1,
                     help="concurrent streams of each request (> 1: aggregate tokens/s)")
     ap.add_argument("--always", action="store_true",

@@ -15,7 +15,8 @@ class App;
 
 namespace lm {
 
-inline constexpr const char* kCpuIsaValues[] = {"auto", "scalar", "avx2", "avx512", "avx512-vnni"};
+inline constexpr const char* kCpuIsaValues[] = {"auto",   "scalar",      "avx2",
+                                                "avx512", "avx512-vnni", "avx512-bf16"};
 
 // Adds --cpu-isa (env CPU_ISA), default auto.
 void add_cpu_isa_flag(CLI::App& app, std::string& cpu_isa);

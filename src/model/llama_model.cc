@@ -234,9 +234,10 @@ void LlamaModel::prepare_cpu_weights() {
     }
   }
   const bool head_tied = weights_.lm_head.data == table.data;
+  const ops::CpuWeightPlan head_plan = ops::plan_cpu_weight(weights_.lm_head, true);
   if (!in_converted(&weights_.lm_head) ||
-      (head_tied &&
-       ops::plan_cpu_weight(weights_.lm_head, true) == ops::CpuWeightPlan::kPanels16)) {
+      (head_tied && (head_plan == ops::CpuWeightPlan::kPanels16 ||
+                     head_plan == ops::CpuWeightPlan::kBf16Pairs))) {
     linears.push_back(&weights_.lm_head);
   } else {
     panel_in_place(&weights_.lm_head);
@@ -250,7 +251,9 @@ void LlamaModel::prepare_cpu_weights() {
       drop_file_pages(source);
     if (tied && rows) weights_.embed_tokens = *linears[i];
     if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;
-    if (linears[i]->layout == WeightLayout::kPanels16) ++num_panelled_;
+    if (linears[i]->layout == WeightLayout::kPanels16 ||
+        linears[i]->layout == WeightLayout::kBf16Pairs)
+      ++num_panelled_;
   };
   ops::prepare_cpu_weights(linears, /*copy_rows=*/true, prepared_weights_, placed);
   // Every matrix quantized at load now has its copy in the prepared arena: the quantized

@@ -64,7 +64,7 @@ class LlamaModel {
   void set_int8_activations(bool on);
   // How many weight matrices are stored interleaved.
   int64_t num_interleaved_weights() const { return num_interleaved_; }
-  // How many weight matrices are stored in F16/BF16 panels (kernels/cpu/panels16.h).
+  // How many weight matrices are stored in F16/BF16 panels (kernels/cpu/panels16.h, bf16_pairs.h).
   int64_t num_panelled_weights() const { return num_panelled_; }
   bool int8_activations() const { return int8_activations_; }
   // The GGUF file the model came from (for its tokenizer), or null for HF folders.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/bf16_pairs.h"
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/panels16.h"
@@ -18,6 +19,10 @@ bool cpu_rows(const Tensor& w) {
 
 int64_t weight_bytes(const Tensor& w) { return w.dim(0) * w.row_bytes(); }
 
+bool pairs_pay(kernels::RowFormat format, const Tensor& w) {
+  return kernels::has_bf16_pair_matmul() && kernels::can_bf16_pairs(format, w.dim(0), w.dim(1));
+}
+
 }  // namespace
 
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
@@ -28,6 +33,7 @@ CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
       kernels::can_interleave(*format, w.dim(0), w.dim(1)))
     return CpuWeightPlan::kInterleave;
   if (!copy_rows || !format) return CpuWeightPlan::kKeep;
+  if (pairs_pay(*format, w)) return CpuWeightPlan::kBf16Pairs;
   return kernels::can_panel16(*format, w.dim(0), w.dim(1)) ? CpuWeightPlan::kPanels16
                                                            : CpuWeightPlan::kCopyRows;
 }
@@ -42,6 +48,9 @@ Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst) {
   } else if (plan == CpuWeightPlan::kPanels16) {
     kernels::pack_panels16(*row_format(w.dtype), w.data, w.row_bytes(), w.dim(0), w.dim(1), dst);
     placed.layout = WeightLayout::kPanels16;
+  } else if (plan == CpuWeightPlan::kBf16Pairs) {
+    kernels::pack_bf16_pairs(w.data, w.row_bytes(), w.dim(0), w.dim(1), dst);
+    placed.layout = WeightLayout::kBf16Pairs;
   } else {
     std::memcpy(dst, w.data, static_cast<size_t>(weight_bytes(w)));
   }
@@ -54,6 +63,11 @@ bool panel_in_place(Tensor& w) {
   if (!format || !kernels::can_panel16(*format, w.dim(0), w.dim(1)) ||
       w.row_bytes() != 2 * w.dim(1))
     return false;
+  if (pairs_pay(*format, w)) {
+    kernels::pack_bf16_pairs(w.data, w.row_bytes(), w.dim(0), w.dim(1), w.data);
+    w.layout = WeightLayout::kBf16Pairs;
+    return true;
+  }
   kernels::pack_panels16(*format, w.data, w.row_bytes(), w.dim(0), w.dim(1), w.data);
   w.layout = WeightLayout::kPanels16;
   return true;

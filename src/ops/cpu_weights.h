@@ -19,22 +19,25 @@
 
 namespace lm::ops {
 
-enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16 };
+enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16, kBf16Pairs };
 
 // kKeep for an LLM.int8 weight (tensor.h). kInterleave when this CPU has the interleaved int8 GEMM
 // and w (a 2-D CPU weight in rows) has an interleaved layout (kernels::can_interleave); else, when
 // copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
-// size), kPanels16 for F16/BF16 rows in whole panels (kernels::can_panel16) and kCopyRows for other
-// 2-D CPU weights in rows; else kKeep.
+// size), kBf16Pairs for BF16 rows in whole pair panels where the CPU has bf16 pair dots
+// (kernels::has_bf16_pair_matmul, kernels::can_bf16_pairs), kPanels16 for other F16/BF16 rows in
+// whole panels (kernels::can_panel16) and kCopyRows for other 2-D CPU weights in rows; else kKeep.
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);
 
 // w's bytes (w.dim(0) * w.row_bytes()) stored at dst as `plan` says (not kKeep), and a view of
-// them (layout kInterleaved8 for kInterleave), valid while dst's memory lives.
+// them (layout kInterleaved8 for kInterleave, kPanels16 / kBf16Pairs for those), valid while dst's
+// memory lives.
 Tensor place_cpu_weight(const Tensor& w, CpuWeightPlan plan, void* dst);
 
 // Puts w, an F16/BF16 CPU matrix in rows of whole panels (kernels::can_panel16) whose memory is
-// the caller's own to write, into panels where it lies (the same bytes in another order) and
-// returns true; returns false and leaves anything else alone.
+// the caller's own to write, into panels where it lies (the same bytes in another order: pair
+// panels where plan_cpu_weight would choose them) and returns true; returns false and leaves
+// anything else alone.
 bool panel_in_place(Tensor& w);
 
 // An FP8 weight in rows (Tensor::fp8_scales, rows a multiple of kernels::kPanel16Rows) put into

@@ -152,6 +152,10 @@ void linear(const Tensor& x_in, const Tensor& w, const Tensor& bias, Tensor& y, 
                              bias_data);
     return;
   }
+  if (w.layout == WeightLayout::kBf16Pairs) {
+    kernels::matmul_bf16_pairs(w.data, x.as<float>(), y.as<float>(), m, n, k, pool, bias_data);
+    return;
+  }
   kernels::matmul(checked_format(w), w.data, w.row_bytes(), x.as<float>(), y.as<float>(), m, n, k,
                   pool, bias_data, kernels::best_isa(), quantize_activations);
 }

@@ -20,9 +20,10 @@ std::string shape_string(const Shape& shape);
 int64_t num_elements(const Shape& shape);
 
 // How a 2-D weight's rows are stored: one after another, interleaved 8 at a time for the CPU's
-// int8 GEMM (kernels/cpu/interleaved_rows.h), or F16/BF16 rows in k-major panels of 16
-// (kernels/cpu/panels16.h); only the ops::linear functions read the last two.
-enum class WeightLayout : uint8_t { kRows, kInterleaved8, kPanels16 };
+// int8 GEMM (kernels/cpu/interleaved_rows.h), F16/BF16 rows in k-major panels of 16
+// (kernels/cpu/panels16.h), or BF16 rows in panels of 16 k-major in pairs of k for the bf16 pair
+// dot (kernels/cpu/bf16_pairs.h); only the ops::linear functions read the last three.
+enum class WeightLayout : uint8_t { kRows, kInterleaved8, kPanels16, kBf16Pairs };
 
 // The scales of an FP8 weight (an FP8 checkpoint's Linear, loader/fp8_linear.h, or one quantized
 // by --quantize fp8): weight (j, p) is its FP8 value times its scale in fp32. In rows (as loaded)

@@ -13,6 +13,7 @@ constexpr uint32_t kAvxFmaF16c = (1u << 28) | (1u << 12) | (1u << 29);
 constexpr uint32_t kAvx2 = 1u << 5;
 constexpr uint32_t kAvx512FBwVl = (1u << 16) | (1u << 30) | (1u << 31);
 constexpr uint32_t kVnni = 1u << 11;
+constexpr uint32_t kBf16 = 1u << 5;  // CPUID 7.1 eax
 constexpr uint64_t kXcr0Ymm = 0x7;   // x87, SSE, AVX
 constexpr uint64_t kXcr0Zmm = 0xe7;  // + opmask, ZMM_Hi256, Hi16_ZMM
 
@@ -21,14 +22,18 @@ CpuId sapphire_rapids(uint64_t xcr0) {
   return CpuId{.leaf1_ecx = kOsxsave | kAvxFmaF16c,
                .leaf7_ebx = kAvx2 | kAvx512FBwVl,
                .leaf7_ecx = kVnni,
+               .leaf7_1_eax = kBf16,
                .xcr0 = xcr0};
 }
 
 TEST(IsaDetection, EveryLevelWhenTheOsEnablesItsRegisterState) {
-  EXPECT_EQ(detect_isa(sapphire_rapids(kXcr0Zmm)), Isa::kAvx512Vnni);
+  EXPECT_EQ(detect_isa(sapphire_rapids(kXcr0Zmm)), Isa::kAvx512Bf16);
   EXPECT_EQ(isa_limit_reason(sapphire_rapids(kXcr0Zmm)), "");
+  CpuId no_bf16 = sapphire_rapids(kXcr0Zmm);  // Ice Lake
+  no_bf16.leaf7_1_eax = 0;
+  EXPECT_EQ(detect_isa(no_bf16), Isa::kAvx512Vnni);
   CpuId no_vnni = sapphire_rapids(kXcr0Zmm);
-  no_vnni.leaf7_ecx = 0;
+  no_vnni.leaf7_ecx = 0;  // the BF16 level includes VNNI's
   EXPECT_EQ(detect_isa(no_vnni), Isa::kAvx512);
   CpuId avx2_only = sapphire_rapids(kXcr0Ymm);
   avx2_only.leaf7_ebx = kAvx2;
@@ -68,8 +73,7 @@ TEST(IsaDetection, Avx2NeedsFmaAndF16cToo) {
 }
 
 TEST(IsaDetection, NamesRoundTrip) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni})
-    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+  for (Isa isa : kAllIsas) EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   EXPECT_EQ(parse_isa("avx512vnni"), std::nullopt);
   EXPECT_EQ(parse_isa("auto"), std::nullopt);  // the launcher's word for "no cap"
 }
@@ -79,8 +83,8 @@ TEST(IsaDetection, ThisMachineAgreesWithTheDecision) {
 }
 
 TEST(IsaDetection, CapAboveThisCpuIsAnErrorThatSaysWhatItRuns) {
-  if (detected_isa() == Isa::kAvx512Vnni) GTEST_SKIP() << "this CPU runs every level";
-  const Status s = select_isa(Isa::kAvx512Vnni);
+  if (detected_isa() == Isa::kAvx512Bf16) GTEST_SKIP() << "this CPU runs every level";
+  const Status s = select_isa(Isa::kAvx512Bf16);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find(std::string("at most ") + isa_name(detected_isa())),
             std::string::npos)

@@ -28,7 +28,7 @@ inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.
 // Every variant this CPU can run, scalar reference first.
 inline std::vector<Isa> supported_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+  for (Isa isa : kAllIsas) {
     if (isa_supported(isa)) isas.push_back(isa);
   }
   return isas;

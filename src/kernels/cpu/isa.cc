@@ -38,6 +38,10 @@ bool cpu_has_avx512_vnni(const CpuId& id) {
          bit(id.leaf7_ecx, 11);  // BW, VL, VNNI
 }
 
+bool cpu_has_avx512_bf16(const CpuId& id) {
+  return cpu_has_avx512_vnni(id) && bit(id.leaf7_1_eax, 5);  // AVX512_BF16
+}
+
 }  // namespace
 
 CpuId read_cpu_id() {
@@ -48,6 +52,8 @@ CpuId read_cpu_id() {
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     id.leaf7_ebx = ebx;
     id.leaf7_ecx = ecx;
+    // Sub-leaf 1 exists when sub-leaf 0's eax (the highest sub-leaf) says so.
+    if (eax >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) id.leaf7_1_eax = eax;
   }
   if (bit(id.leaf1_ecx, 27)) {  // XGETBV exists only with OSXSAVE
     uint32_t lo = 0, hi = 0;
@@ -61,7 +67,8 @@ CpuId read_cpu_id() {
 Isa detect_isa(const CpuId& id) {
   if (!cpu_has_avx2(id) || !os_saves(id, kXcr0Avx)) return Isa::kScalar;
   if (!cpu_has_avx512(id) || !os_saves(id, kXcr0Avx512)) return Isa::kAvx2;
-  return cpu_has_avx512_vnni(id) ? Isa::kAvx512Vnni : Isa::kAvx512;
+  if (!cpu_has_avx512_vnni(id)) return Isa::kAvx512;
+  return cpu_has_avx512_bf16(id) ? Isa::kAvx512Bf16 : Isa::kAvx512Vnni;
 }
 
 std::string isa_limit_reason(const CpuId& id) {
@@ -132,12 +139,14 @@ const char* isa_name(Isa isa) {
       return "avx512";
     case Isa::kAvx512Vnni:
       return "avx512-vnni";
+    case Isa::kAvx512Bf16:
+      return "avx512-bf16";
   }
   return "?";
 }
 
 std::optional<Isa> parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+  for (Isa isa : kAllIsas) {
     if (name == isa_name(isa)) return isa;
   }
   return std::nullopt;
@@ -178,6 +187,15 @@ const IsaKernels& avx512_vnni_kernels() {
   return kKernels;
 }
 
+const IsaKernels& avx512_bf16_kernels() {
+  static const IsaKernels kKernels = [] {
+    IsaKernels kernels = avx512_vnni_kernels();
+    add_avx512_bf16_kernels(kernels);
+    return kernels;
+  }();
+  return kKernels;
+}
+
 }  // namespace
 
 const IsaKernels& isa_kernels(Isa isa) {
@@ -191,6 +209,8 @@ const IsaKernels& isa_kernels(Isa isa) {
       return avx512_kernels();
     case Isa::kAvx512Vnni:
       return avx512_vnni_kernels();
+    case Isa::kAvx512Bf16:
+      return avx512_bf16_kernels();
   }
   LM_CHECK(false);
 }

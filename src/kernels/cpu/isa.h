@@ -13,15 +13,22 @@
 namespace lm::kernels {
 
 // Each level includes the ones before it. kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots.
-enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
+// kAvx512Bf16: those + AVX512_BF16's bf16 pair dots (vdpbf16ps; Cooper Lake, Sapphire Rapids and
+// later Xeons, AMD Zen 4 and later).
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16 };
+
+// Every level, lowest first.
+inline constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni,
+                                   Isa::kAvx512Bf16};
 
 // The CPUID words and XCR0 the decision reads, as plain values (read_cpu_id() on this machine;
 // tests build synthetic ones).
 struct CpuId {
-  uint32_t leaf1_ecx = 0;  // FMA (12), OSXSAVE (27), AVX (28), F16C (29)
-  uint32_t leaf7_ebx = 0;  // AVX2 (5), AVX512F (16), AVX512BW (30), AVX512VL (31)
-  uint32_t leaf7_ecx = 0;  // AVX512_VNNI (11)
-  uint64_t xcr0 = 0;       // XGETBV(0), 0 without OSXSAVE: the register state the OS saves
+  uint32_t leaf1_ecx = 0;    // FMA (12), OSXSAVE (27), AVX (28), F16C (29)
+  uint32_t leaf7_ebx = 0;    // AVX2 (5), AVX512F (16), AVX512BW (30), AVX512VL (31)
+  uint32_t leaf7_ecx = 0;    // AVX512_VNNI (11)
+  uint32_t leaf7_1_eax = 0;  // CPUID 7 sub-leaf 1: AVX512_BF16 (5)
+  uint64_t xcr0 = 0;         // XGETBV(0), 0 without OSXSAVE: the register state the OS saves
 };
 
 CpuId read_cpu_id();
@@ -45,7 +52,7 @@ Isa best_isa();
 Status select_isa(Isa cap);
 
 const char* isa_name(Isa isa);
-// "scalar", "avx2", "avx512", "avx512-vnni" (isa_name's spellings).
+// "scalar", "avx2", "avx512", "avx512-vnni", "avx512-bf16" (isa_name's spellings).
 std::optional<Isa> parse_isa(std::string_view name);
 
 // Columns of a gemm_panel panel (one 512-bit register of fp32).
@@ -162,6 +169,13 @@ struct IsaKernels {
                         const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) = nullptr;
   void (*fp8_panel_unpack)(const Fp8Panels& w, int64_t g, int64_t k, int64_t p0, int64_t p1,
                            float* dst) = nullptr;
+  // BF16 weights in pair panels against bf16 activation pairs (bf16_pairs.h), every output one
+  // chain of bf16 pair dots over k in order: y[i * ldy + 16 g + c] (+)= the chain over pairs
+  // [q0, q1) of x + i * ldx (pairs, bf16_pairs_of) against row c of panel g (num_panels of them,
+  // k values each), continuing from y's values when `accumulate`. Null in tables without it.
+  void (*bf16_pair_gemm)(const uint32_t* x, int64_t ldx, int64_t m, const void* panels,
+                         int64_t num_panels, int64_t k, int64_t q0, int64_t q1, float* y,
+                         int64_t ldy, bool accumulate) = nullptr;
 };
 
 // LM_CHECKs that the ISA is supported.
@@ -176,5 +190,7 @@ void add_avx2_kernels(IsaKernels& kernels);
 void add_avx512_vnni_kernels(IsaKernels& kernels);
 // AVX-512F's dot_row for bitsandbytes' NF4 / FP4 (the table's previous dot_row for the rest).
 void add_avx512_bnb4_kernels(IsaKernels& kernels);
+// AVX512_BF16's pair-dot GEMM for BF16 weights (bf16_pairs.h).
+void add_avx512_bf16_kernels(IsaKernels& kernels);
 
 }  // namespace lm::kernels

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/owned_ranges.h"
+#include "kernels/cpu/bf16_pairs.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/interleaved_rows.h"
@@ -39,6 +40,8 @@ constexpr int64_t kPanelBlockRows = 512;
 // Panels converted together for one prefill GEMM call: two, so a tile can span 32 columns (two
 // 16 KiB fp32 panels in L1) where the ISA has the registers for it.
 constexpr int64_t kPrefillPanels = 2;
+// BF16 pair panels: pairs of k per prefill tile (two panels' 128 pairs are 16 KiB of bf16, in L1).
+constexpr int64_t kPairDepth = 128;
 
 // fn(begin, end) for pieces of at most `piece` indices of [0, n), over the pool's threads as
 // OwnedRanges splits them.
@@ -377,6 +380,63 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
       [&](int64_t g, int64_t p0, int64_t p1, float* dst) {
         kernels.panel16_unpack(format, w_bytes + g * panel_bytes, p0, p1, dst);
       });
+}
+
+bool has_bf16_pair_matmul(Isa isa) { return isa_kernels(isa).bf16_pair_gemm != nullptr; }
+
+void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64_t n, int64_t k,
+                       ThreadPool& pool, const float* bias, Isa isa) {
+  LM_CHECK(m >= 0 && can_bf16_pairs(RowFormat::kBF16, n, k));
+  const IsaKernels& kernels = isa_kernels(isa);
+  LM_CHECK_MSG(kernels.bf16_pair_gemm != nullptr, "this level has no bf16 pair dots");
+  const int64_t pairs = k / 2;
+  // The calling thread's buffer, read by the workers through a pointer (a thread_local named in
+  // their lambdas would be each worker's own).
+  thread_local std::vector<uint32_t> storage;
+  storage.resize(static_cast<size_t>(m * pairs));
+  uint32_t* const xb = storage.data();
+  if (m < kDecodeMaxRows) {
+    for (int64_t i = 0; i < m; ++i) bf16_pairs_of(x + i * k, k, xb + i * pairs);
+  } else {
+    pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) bf16_pairs_of(x + i * k, k, xb + i * pairs);
+    });
+  }
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  const int64_t panel_bytes = k * kPanel16Rows * 2;
+  const auto add_bias = [&](int64_t g0, int64_t g1) {
+    if (bias == nullptr) return;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = g0 * kPanel16Rows; j < g1 * kPanel16Rows; ++j) y[i * n + j] += bias[j];
+    }
+  };
+  const int64_t num_panels = n / kPanel16Rows;
+  if (m < kDecodeMaxRows) {
+    // Decode: memory bound on W, each panel streamed once.
+    for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
+      kernels.bf16_pair_gemm(xb, pairs, m, w_bytes + g0 * panel_bytes, g1 - g0, k, 0, pairs,
+                             y + g0 * kPanel16Rows, n, false);
+      add_bias(g0, g1);
+    });
+    return;
+  }
+  // Prefill: each thread's panels, kPrefillPanels at a time and kPairDepth pairs at a time (a
+  // tile that stays in L1, read as stored), against every row of a block (its slice in L2). The
+  // chains continue in y from one depth block to the next.
+  pool.parallel_for(num_panels, [&](int64_t g0, int64_t g1) {
+    for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {
+      const int64_t mb = std::min(kPanelBlockRows, m - m0);
+      for (int64_t q0 = 0; q0 < pairs; q0 += kPairDepth) {
+        const int64_t q1 = std::min(pairs, q0 + kPairDepth);
+        for (int64_t g = g0; g < g1; g += kPrefillPanels) {
+          kernels.bf16_pair_gemm(xb + m0 * pairs, pairs, mb, w_bytes + g * panel_bytes,
+                                 std::min(kPrefillPanels, g1 - g), k, q0, q1,
+                                 y + m0 * n + g * kPanel16Rows, n, q0 > 0);
+        }
+      }
+    }
+    add_bias(g0, g1);
+  });
 }
 
 void matmul_fp8_panels(const Fp8Panels& w, const float* x, float* y, int64_t m, int64_t n,

@@ -44,6 +44,16 @@ void matmul_fp8_panels(const Fp8Panels& w, const float* x, float* y, int64_t m, 
                        int64_t k, ThreadPool& pool, const float* bias = nullptr,
                        Isa isa = best_isa());
 
+// The same product for BF16 W in pair panels (pack_bf16_pairs; can_bf16_pairs(kBF16, n, k)) on
+// a level with bf16 pair dots (has_bf16_pair_matmul): X rounded to bf16, each output one chain of
+// pair dots over k in order, so a row's outputs are the same bits alone or in any batch
+// (bf16_pairs.h).
+void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64_t n, int64_t k,
+                       ThreadPool& pool, const float* bias = nullptr, Isa isa = best_isa());
+
+// True when `isa` has the bf16 pair-dot GEMM (AVX512_BF16).
+bool has_bf16_pair_matmul(Isa isa = best_isa());
+
 // True when `isa` has the int8 GEMM over interleaved weight rows (interleaved_rows.h).
 bool has_interleaved_matmul(Isa isa = best_isa());
 

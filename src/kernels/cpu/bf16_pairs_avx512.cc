@@ -1,0 +1,99 @@
+// AVX512_BF16's GEMM over BF16 pair panels (bf16_pairs.h): each step one 512-bit load of a
+// panel's pair q (16 rows x 2 values), one broadcast of an activation row's pair q and one
+// vdpbf16ps per (row, panel) tile cell: 32 multiply-adds an instruction where an fp32 FMA does 16,
+// and the weights read as stored, with no conversion to fp32 panels first.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/bf16_pairs.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/panels16.h"
+
+namespace lm::kernels {
+
+#if defined(__AVX512BF16__)
+
+namespace {
+
+constexpr int64_t kStepHalves = 2 * kPanel16Rows;
+
+// MR activation rows against NP panels over pairs [q0, q1): MR x NP accumulators, each one lane
+// chain per output as bf16_pair_gemm_scalar runs it.
+template <int MR, int NP>
+void gemm_micro(const uint32_t* x, int64_t ldx, const uint16_t* w, int64_t panel_halves, int64_t q0,
+                int64_t q1, float* y, int64_t ldy, bool accumulate) {
+  __m512 acc[MR][NP];
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; ++j)
+      acc[i][j] =
+          accumulate ? _mm512_loadu_ps(y + i * ldy + j * kPanel16Rows) : _mm512_setzero_ps();
+  }
+  for (int64_t q = q0; q < q1; ++q) {
+    __m512bh wv[NP];
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; ++j)
+      wv[j] =
+          reinterpret_cast<__m512bh>(_mm512_loadu_si512(w + j * panel_halves + q * kStepHalves));
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      const auto xv =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[i * ldx + q])));
+#pragma GCC unroll 2
+      for (int j = 0; j < NP; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; ++j) _mm512_storeu_ps(y + i * ldy + j * kPanel16Rows, acc[i][j]);
+  }
+}
+
+// All m rows against NP panels: tiles of 14 rows (28 accumulators and 2 weight registers of the
+// 32), then 4, 2, 1.
+template <int NP>
+void gemm_rows(const uint32_t* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t panel_halves,
+               int64_t q0, int64_t q1, float* y, int64_t ldy, bool accumulate) {
+  int64_t i = 0;
+  for (; i + 14 <= m; i += 14)
+    gemm_micro<14, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
+  for (; i + 4 <= m; i += 4)
+    gemm_micro<4, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
+  for (; i + 2 <= m; i += 2)
+    gemm_micro<2, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
+  for (; i < m; ++i)
+    gemm_micro<1, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
+}
+
+void bf16_pair_gemm_avx512(const uint32_t* x, int64_t ldx, int64_t m, const void* panels,
+                           int64_t num_panels, int64_t k, int64_t q0, int64_t q1, float* y,
+                           int64_t ldy, bool accumulate) {
+  const auto* w = static_cast<const uint16_t*>(panels);
+  const int64_t panel_halves = k * kPanel16Rows;
+  int64_t g = 0;
+  for (; g + 2 <= num_panels; g += 2) {
+    gemm_rows<2>(x, ldx, m, w + g * panel_halves, panel_halves, q0, q1, y + g * kPanel16Rows, ldy,
+                 accumulate);
+  }
+  for (; g < num_panels; ++g) {
+    gemm_rows<1>(x, ldx, m, w + g * panel_halves, panel_halves, q0, q1, y + g * kPanel16Rows, ldy,
+                 accumulate);
+  }
+}
+
+}  // namespace
+
+void add_avx512_bf16_kernels(IsaKernels& kernels) {
+  kernels.bf16_pair_gemm = bf16_pair_gemm_avx512;
+}
+
+#else  // No AVX512_BF16 in this build: isa_supported(kAvx512Bf16) is false on such targets.
+
+void add_avx512_bf16_kernels(IsaKernels&) {}
+
+#endif
+
+}  // namespace lm::kernels
