@@ -235,7 +235,8 @@ TEST(Bf16Pairs, MatmulIsBatchInvariantAndTheReferencesBits) {
   if (isas.empty()) GTEST_SKIP() << "this CPU has no bf16 pair dots";
   ThreadPool single(1);
   ThreadPool pair(2);
-  for (int64_t k : {40, 576}) {
+  // k = 4200: two depth blocks of matmul's prefill (2048 pairs each and a remainder).
+  for (int64_t k : {40, 576, 4200}) {
     const int64_t n = 48;
     const auto rows = random_bf16(n * k, 31);
     const auto panels = pairs_of(rows, n, k);

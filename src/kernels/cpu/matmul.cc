@@ -40,8 +40,14 @@ constexpr int64_t kPanelBlockRows = 512;
 // Panels converted together for one prefill GEMM call: two, so a tile can span 32 columns (two
 // 16 KiB fp32 panels in L1) where the ISA has the registers for it.
 constexpr int64_t kPrefillPanels = 2;
-// BF16 pair panels: pairs of k per prefill tile (two panels' 128 pairs are 16 KiB of bf16, in L1).
-constexpr int64_t kPairDepth = 128;
+// BF16 pair panels' prefill blocking: kPairDepth pairs of k (two panels' 2048 pairs are 256 KiB
+// of bf16, read from L2 at 128 bytes per 28 pair dots) against kPairBlockRows X rows. Deep blocks,
+// because every depth block reads and writes the block's Y again: at 7B shapes 128 pairs x 512
+// rows (the fp32 panels' 16 KiB L1 tile) moved as many bytes of Y as of weights and ran pp512 /
+// pp64 at 81-93 / 87-97 tokens/s where 2048 x 128 runs 103-109 / 96-112 (1024 x 256: 105 / 98-102;
+// the 8-layer Llama-2-7B-shaped BF16 file, 2 threads, 3 alternating rounds).
+constexpr int64_t kPairDepth = 2048;
+constexpr int64_t kPairBlockRows = 128;
 
 // fn(begin, end) for pieces of at most `piece` indices of [0, n), over the pool's threads as
 // OwnedRanges splits them.
@@ -392,14 +398,17 @@ void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64
   const int64_t pairs = k / 2;
   // The calling thread's buffer, read by the workers through a pointer (a thread_local named in
   // their lambdas would be each worker's own).
+  // Rows a cache line apart more than their length: at k = 4096 a row is 8 KiB, and the 14 rows a
+  // register tile broadcasts from would otherwise all fall in one L1 set (8 ways).
+  const int64_t ldx = pairs + 16;
   thread_local std::vector<uint32_t> storage;
-  storage.resize(static_cast<size_t>(m * pairs));
+  storage.resize(static_cast<size_t>(m * ldx));
   uint32_t* const xb = storage.data();
   if (m < kDecodeMaxRows) {
-    for (int64_t i = 0; i < m; ++i) bf16_pairs_of(x + i * k, k, xb + i * pairs);
+    for (int64_t i = 0; i < m; ++i) bf16_pairs_of(x + i * k, k, xb + i * ldx);
   } else {
     pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) bf16_pairs_of(x + i * k, k, xb + i * pairs);
+      for (int64_t i = i0; i < i1; ++i) bf16_pairs_of(x + i * k, k, xb + i * ldx);
     });
   }
   const auto* w_bytes = static_cast<const uint8_t*>(w);
@@ -414,22 +423,22 @@ void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64
   if (m < kDecodeMaxRows) {
     // Decode: memory bound on W, each panel streamed once.
     for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
-      kernels.bf16_pair_gemm(xb, pairs, m, w_bytes + g0 * panel_bytes, g1 - g0, k, 0, pairs,
+      kernels.bf16_pair_gemm(xb, ldx, m, w_bytes + g0 * panel_bytes, g1 - g0, k, 0, pairs,
                              y + g0 * kPanel16Rows, n, false);
       add_bias(g0, g1);
     });
     return;
   }
-  // Prefill: each thread's panels, kPrefillPanels at a time and kPairDepth pairs at a time (a
-  // tile that stays in L1, read as stored), against every row of a block (its slice in L2). The
-  // chains continue in y from one depth block to the next.
+  // Prefill: each thread's panels, kPrefillPanels at a time and kPairDepth pairs at a time (read
+  // as stored), against every row of a block of kPairBlockRows. The chains continue in y from one
+  // depth block to the next.
   pool.parallel_for(num_panels, [&](int64_t g0, int64_t g1) {
-    for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {
-      const int64_t mb = std::min(kPanelBlockRows, m - m0);
+    for (int64_t m0 = 0; m0 < m; m0 += kPairBlockRows) {
+      const int64_t mb = std::min(kPairBlockRows, m - m0);
       for (int64_t q0 = 0; q0 < pairs; q0 += kPairDepth) {
         const int64_t q1 = std::min(pairs, q0 + kPairDepth);
         for (int64_t g = g0; g < g1; g += kPrefillPanels) {
-          kernels.bf16_pair_gemm(xb + m0 * pairs, pairs, mb, w_bytes + g * panel_bytes,
+          kernels.bf16_pair_gemm(xb + m0 * ldx, ldx, mb, w_bytes + g * panel_bytes,
                                  std::min(kPrefillPanels, g1 - g), k, q0, q1,
                                  y + m0 * n + g * kPanel16Rows, n, q0 > 0);
         }
