@@ -75,6 +75,43 @@ Result<GenerationResult> generate(LlamaModel& model, ThreadPool& pool, EngineReq
   return run_to_completion(engine, std::move(request));
 }
 
+// A fixture case's prompt run through the model: the largest |logit - reference| over the case's
+// logit ids, absolute and relative to its largest reference logit (at least 1).
+struct LogitDiff {
+  double abs = 0, rel = 0;
+};
+
+LogitDiff logit_diff(LlamaModel& model, const Json& c, ThreadPool& pool) {
+  const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+  const auto logit_ids = c["logit_ids"].get<std::vector<int32_t>>();
+  const auto ref_logits = c["logits"].get<std::vector<float>>();
+  SequenceForward sequence(model, static_cast<int64_t>(prompt.size()));
+  const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
+  float scale = 0;
+  for (float r : ref_logits) scale = std::max(scale, std::abs(r));
+  LogitDiff d;
+  for (size_t i = 0; i < logit_ids.size(); ++i) {
+    const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref_logits[i]);
+    d.abs = std::max(d.abs, diff);
+    d.rel = std::max(d.rel, diff / std::max(1.0f, scale));
+  }
+  return d;
+}
+
+// The case's greedy continuation (as many tokens as the reference's) as the Engine serves it.
+Result<std::vector<int32_t>> greedy_ids(LlamaModel& model, const Json& c, ThreadPool& pool,
+                                        int64_t prefill_chunk = 4096) {
+  EngineRequest request;
+  request.prompt_ids = c["prompt_ids"].get<std::vector<int32_t>>();
+  request.max_new_tokens = static_cast<int64_t>(c["greedy_ids"].size());
+  request.ignore_eos = true;
+  auto result = generate(model, pool, request, prefill_chunk);
+  if (!result.ok()) return result.error();
+  std::vector<int32_t> ids;
+  for (const auto& t : result->tokens) ids.push_back(t.id);
+  return ids;
+}
+
 class ReferenceModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceModel, MatchesTransformers) {
@@ -86,39 +123,22 @@ TEST_P(ReferenceModel, MatchesTransformers) {
     ASSERT_TRUE(model.ok()) << model.error().message;
     double max_abs = 0, max_rel = 0;
     for (const Json& c : fixture["cases"]) {
-      const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
       const auto expected_greedy = c["greedy_ids"].get<std::vector<int32_t>>();
-      const auto logit_ids = c["logit_ids"].get<std::vector<int32_t>>();
-      const auto ref_logits = c["logits"].get<std::vector<float>>();
+      const size_t prompt_size = c["prompt_ids"].size();
+      const LogitDiff d = logit_diff(**model, c, pool);
+      max_abs = std::max(max_abs, d.abs);
+      max_rel = std::max(max_rel, d.rel);
 
-      SequenceForward sequence(**model, static_cast<int64_t>(prompt.size()));
-      const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-      float scale = 0;
-      for (float r : ref_logits) scale = std::max(scale, std::abs(r));
-      for (size_t i = 0; i < logit_ids.size(); ++i) {
-        const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref_logits[i]);
-        max_abs = std::max(max_abs, diff);
-        max_rel = std::max(max_rel, diff / std::max(1.0f, scale));
-      }
-
-      EngineRequest request;
-      request.prompt_ids = prompt;
-      request.max_new_tokens = static_cast<int64_t>(expected_greedy.size());
-      request.ignore_eos = true;
-      auto result = generate(**model, pool, request);
-      ASSERT_TRUE(result.ok()) << result.error().message;
-      std::vector<int32_t> got;
-      for (const auto& t : result->tokens) got.push_back(t.id);
-      EXPECT_EQ(got, expected_greedy) << "prompt of " << prompt.size() << " tokens";
+      auto got = greedy_ids(**model, c, pool);
+      ASSERT_TRUE(got.ok()) << got.error().message;
+      EXPECT_EQ(*got, expected_greedy) << "prompt of " << prompt_size << " tokens";
       // The same prompt prefilled in chunks of 5 (transformers runs it in one forward): RoPE
       // whose factors depend on the length (dynamic NTK, LongRoPE) must count each chunk as the
       // whole prompt. The tiny variants only (the default model's run is long).
       if (GetParam() != "smollm2") {
-        auto chunked = generate(**model, pool, request, /*prefill_chunk=*/5);
+        auto chunked = greedy_ids(**model, c, pool, /*prefill_chunk=*/5);
         ASSERT_TRUE(chunked.ok()) << chunked.error().message;
-        got.clear();
-        for (const auto& t : chunked->tokens) got.push_back(t.id);
-        EXPECT_EQ(got, expected_greedy) << "prompt of " << prompt.size() << " tokens in chunks";
+        EXPECT_EQ(*chunked, expected_greedy) << "prompt of " << prompt_size << " tokens in chunks";
       }
     }
     // Relative to the largest reference logit of the case (F32 math in both; HF reference upcasts
@@ -150,27 +170,10 @@ TEST_P(ReferenceModelBf16Activations, StayCloseToTransformers) {
   double max_rel = 0;
   int same_greedy = 0, cases = 0;
   for (const Json& c : fixture["cases"]) {
-    const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
-    const auto expected_greedy = c["greedy_ids"].get<std::vector<int32_t>>();
-    const auto logit_ids = c["logit_ids"].get<std::vector<int32_t>>();
-    const auto ref_logits = c["logits"].get<std::vector<float>>();
-    SequenceForward sequence(**model, static_cast<int64_t>(prompt.size()));
-    const std::vector<float> logits = sequence.run(prompt, /*all_logits=*/false, pool);
-    float scale = 0;
-    for (float r : ref_logits) scale = std::max(scale, std::abs(r));
-    for (size_t i = 0; i < logit_ids.size(); ++i) {
-      const double diff = std::abs(logits[static_cast<size_t>(logit_ids[i])] - ref_logits[i]);
-      max_rel = std::max(max_rel, diff / std::max(1.0f, scale));
-    }
-    EngineRequest request;
-    request.prompt_ids = prompt;
-    request.max_new_tokens = static_cast<int64_t>(expected_greedy.size());
-    request.ignore_eos = true;
-    auto result = generate(**model, pool, request);
-    ASSERT_TRUE(result.ok()) << result.error().message;
-    std::vector<int32_t> got;
-    for (const auto& t : result->tokens) got.push_back(t.id);
-    same_greedy += got == expected_greedy;
+    max_rel = std::max(max_rel, logit_diff(**model, c, pool).rel);
+    auto got = greedy_ids(**model, c, pool);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    same_greedy += *got == c["greedy_ids"].get<std::vector<int32_t>>();
     ++cases;
   }
   std::cout << "[ measured ] " << GetParam() << " with bf16 activations: max relative logit diff "

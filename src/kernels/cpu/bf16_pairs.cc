@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/panel_rows.h"
 #include "kernels/cpu/panels16.h"
 
 namespace lm::kernels {
@@ -35,20 +36,14 @@ bool can_bf16_pairs(RowFormat format, int64_t n, int64_t k) {
 void pack_bf16_pairs(const void* src, int64_t src_row_bytes, int64_t n, int64_t k, void* dst) {
   LM_CHECK(can_bf16_pairs(RowFormat::kBF16, n, k) && src_row_bytes >= 2 * k);
   LM_CHECK(src != dst || src_row_bytes == 2 * k);
-  // One panel's rows at a time, so that packing in place reads them before they are overwritten.
-  std::vector<uint16_t> rows(static_cast<size_t>(kPanel16Rows * k));
-  const auto* in = static_cast<const uint8_t*>(src);
   auto* out = static_cast<uint16_t*>(dst);
-  for (int64_t g = 0; g < n / kPanel16Rows; ++g) {
-    for (int64_t c = 0; c < kPanel16Rows; ++c)
-      std::memcpy(rows.data() + c * k, in + (g * kPanel16Rows + c) * src_row_bytes,
-                  static_cast<size_t>(2 * k));
+  for_each_panel_rows(src, src_row_bytes, n, k, [&](int64_t g, const uint16_t* rows) {
     uint16_t* panel = out + g * k * kPanel16Rows;
     for (int64_t p = 0; p < k; ++p) {
       for (int64_t c = 0; c < kPanel16Rows; ++c)
-        panel[(p / 2) * kStepHalves + 2 * c + p % 2] = rows[static_cast<size_t>(c * k + p)];
+        panel[(p / 2) * kStepHalves + 2 * c + p % 2] = rows[c * k + p];
     }
-  }
+  });
 }
 
 void bf16_pairs_row(const void* panels, int64_t k, int64_t row, float* dst) {

@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/panel_rows.h"
 
 namespace lm::kernels {
 namespace {
@@ -25,20 +26,13 @@ void pack_panels16(RowFormat format, const void* src, int64_t src_row_bytes, int
                    void* dst) {
   LM_CHECK(can_panel16(format, n, k) && src_row_bytes >= 2 * k);
   LM_CHECK(src != dst || src_row_bytes == 2 * k);
-  // One panel's rows at a time, so that packing in place reads them before they are overwritten.
-  std::vector<uint16_t> rows(static_cast<size_t>(kPanel16Rows * k));
-  const auto* in = static_cast<const uint8_t*>(src);
   auto* out = static_cast<uint16_t*>(dst);
-  for (int64_t g = 0; g < n / kPanel16Rows; ++g) {
-    for (int64_t c = 0; c < kPanel16Rows; ++c)
-      std::memcpy(rows.data() + c * k, in + (g * kPanel16Rows + c) * src_row_bytes,
-                  static_cast<size_t>(2 * k));
+  for_each_panel_rows(src, src_row_bytes, n, k, [&](int64_t g, const uint16_t* rows) {
     uint16_t* panel = out + g * k * kPanel16Rows;
     for (int64_t p = 0; p < k; ++p) {
-      for (int64_t c = 0; c < kPanel16Rows; ++c)
-        panel[p * kPanel16Rows + c] = rows[static_cast<size_t>(c * k + p)];
+      for (int64_t c = 0; c < kPanel16Rows; ++c) panel[p * kPanel16Rows + c] = rows[c * k + p];
     }
-  }
+  });
 }
 
 void panel16_row(RowFormat format, const void* panels, int64_t k, int64_t row, float* dst) {
