@@ -31,9 +31,11 @@
 namespace lm::kernels::LM_LANE_ISA {
 namespace {
 
-// Wide: this ISA's widest lanes. The memory-bound ops (fp32 dot, axpy, scale) gain nothing from
-// 16 lanes and the split decode attention puts positions in 8 lanes (attention_rows.h): those
-// come once, with the 8-lane table, and the wider tables inherit them (so the same code and bits).
+// Wide: this ISA's widest lanes. The memory-bound ops (fp32 dot, axpy, scale, the 16-bit panels'
+// decode dot: one 16-row panel is 2 chains of 8 lanes or 1 of 16, and one chain stalled) gain
+// nothing from 16 lanes and the split decode attention puts positions in 8 lanes
+// (attention_rows.h): those come once, with the 8-lane table, and the wider tables inherit them (so
+// the same code and bits).
 template <typename Wide>
 void add(IsaKernels& kernels) {
   kernels.gemm_tile = lanes::gemm_tile<Wide>;
@@ -43,12 +45,12 @@ void add(IsaKernels& kernels) {
   kernels.sum_exp = lanes::sum_exp<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
   kernels.attend_rows_softcapped = attention_rows::attend_softcapped_any<Wide>;
-  kernels.panel16_dot = lanes::panel16_dot<Wide>;
   kernels.panel16_unpack = lanes::panel16_unpack<Wide>;
   kernels.panel16_gemm = lanes::panel16_gemm<Wide>;
   kernels.fp8_panel_dot = lanes::fp8_panel_dot<Wide>;
   kernels.fp8_panel_unpack = lanes::fp8_panel_unpack<Wide>;
   if constexpr (Wide::kLanes == 8) {
+    kernels.panel16_dot = lanes::panel16_dot<Wide>;
     kernels.dot_f32 = lanes::dot_f32<Wide>;
     kernels.axpy_f32 = lanes::axpy_f32<Wide>;
     kernels.scale_f32 = lanes::scale_f32<Wide>;
