@@ -31,11 +31,11 @@
 namespace lm::kernels::LM_LANE_ISA {
 namespace {
 
-// Wide: this ISA's widest lanes. The memory-bound ops (fp32 dot, axpy, scale, the 16-bit panels'
-// decode dot: one 16-row panel is 2 chains of 8 lanes or 1 of 16, and one chain stalled) gain
-// nothing from 16 lanes and the split decode attention puts positions in 8 lanes
-// (attention_rows.h): those come once, with the 8-lane table, and the wider tables inherit them (so
-// the same code and bits).
+// Wide: this ISA's widest lanes. The memory-bound ops (fp32 dot, axpy, scale, and the 16-bit
+// panels' decode dot, which streams one 16-row panel at a time: as two chains of 8 lanes it ran
+// faster than as one of 16) gain nothing from 16 lanes and the split decode attention puts
+// positions in 8 lanes (attention_rows.h): those come once, with the 8-lane table, and the wider
+// tables inherit them (so the same code and bits).
 template <typename Wide>
 void add(IsaKernels& kernels) {
   kernels.gemm_tile = lanes::gemm_tile<Wide>;
