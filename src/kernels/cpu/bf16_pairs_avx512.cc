@@ -17,11 +17,10 @@ namespace lm::kernels {
 namespace {
 
 constexpr int64_t kStepHalves = 2 * kPanel16Rows;
-// Rows up to which a call is a decode GEMV (weights streamed from DRAM once): one panel at a
-// time, so one stream, prefetched kStreamPrefetchBytes ahead (as the 16-bit panels' dot,
-// lanes/panels16.h; two panels side by side ran 3-5% slower on SmolLM2 BF16 decode).
+// Calls of up to kStreamRows rows (decode GEMVs, whose weights stream from DRAM once; also the
+// last few rows of a prefill block) go one panel at a time, so one stream, prefetched as the
+// 16-bit panels' dot does: two panels side by side ran 3-5% slower on SmolLM2 BF16 decode.
 constexpr int64_t kStreamRows = 8;
-constexpr int64_t kStreamPrefetchBytes = 4096;
 
 // MR activation rows against NP panels over pairs [q0, q1): MR x NP accumulators, each one lane
 // chain per output as bf16_pair_gemm_scalar runs it.
@@ -38,7 +37,7 @@ void gemm_micro(const uint32_t* x, int64_t ldx, const uint16_t* w, int64_t panel
   }
   for (int64_t q = q0; q < q1; ++q) {
     if constexpr (kStream)
-      _mm_prefetch(reinterpret_cast<const char*>(w + q * kStepHalves) + kStreamPrefetchBytes,
+      _mm_prefetch(reinterpret_cast<const char*>(w + q * kStepHalves) + kPanelStreamPrefetchBytes,
                    _MM_HINT_T0);
     __m512bh wv[NP];
 #pragma GCC unroll 2
@@ -62,18 +61,26 @@ void gemm_micro(const uint32_t* x, int64_t ldx, const uint16_t* w, int64_t panel
 
 // All m rows against NP panels: tiles of 14 rows (28 accumulators and 2 weight registers of the
 // 32), then 4, 2, 1.
-template <int NP>
+template <int NP, bool kStream = false>
 void gemm_rows(const uint32_t* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t panel_halves,
                int64_t q0, int64_t q1, float* y, int64_t ldy, bool accumulate) {
   int64_t i = 0;
-  for (; i + 14 <= m; i += 14)
-    gemm_micro<14, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
-  for (; i + 4 <= m; i += 4)
-    gemm_micro<4, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
-  for (; i + 2 <= m; i += 2)
-    gemm_micro<2, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
-  for (; i < m; ++i)
-    gemm_micro<1, NP>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy, accumulate);
+  for (; i + 14 <= m; i += 14) {
+    gemm_micro<14, NP, kStream>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy,
+                                accumulate);
+  }
+  for (; i + 4 <= m; i += 4) {
+    gemm_micro<4, NP, kStream>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy,
+                               accumulate);
+  }
+  for (; i + 2 <= m; i += 2) {
+    gemm_micro<2, NP, kStream>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy,
+                               accumulate);
+  }
+  for (; i < m; ++i) {
+    gemm_micro<1, NP, kStream>(x + i * ldx, ldx, w, panel_halves, q0, q1, y + i * ldy, ldy,
+                               accumulate);
+  }
 }
 
 void bf16_pair_gemm_avx512(const uint32_t* x, int64_t ldx, int64_t m, const void* panels,
@@ -83,18 +90,8 @@ void bf16_pair_gemm_avx512(const uint32_t* x, int64_t ldx, int64_t m, const void
   const int64_t panel_halves = k * kPanel16Rows;
   if (m <= kStreamRows) {
     for (int64_t g = 0; g < num_panels; ++g) {
-      const uint16_t* wg = w + g * panel_halves;
-      float* yg = y + g * kPanel16Rows;
-      int64_t i = 0;
-      for (; i + 4 <= m; i += 4)
-        gemm_micro<4, 1, true>(x + i * ldx, ldx, wg, panel_halves, q0, q1, yg + i * ldy, ldy,
-                               accumulate);
-      for (; i + 2 <= m; i += 2)
-        gemm_micro<2, 1, true>(x + i * ldx, ldx, wg, panel_halves, q0, q1, yg + i * ldy, ldy,
-                               accumulate);
-      for (; i < m; ++i)
-        gemm_micro<1, 1, true>(x + i * ldx, ldx, wg, panel_halves, q0, q1, yg + i * ldy, ldy,
-                               accumulate);
+      gemm_rows<1, true>(x, ldx, m, w + g * panel_halves, panel_halves, q0, q1,
+                         y + g * kPanel16Rows, ldy, accumulate);
     }
     return;
   }

@@ -16,6 +16,12 @@ namespace lm::kernels {
 
 inline constexpr int64_t kPanel16Rows = 16;
 
+// How far ahead a decode GEMV prefetches a panel it streams from DRAM (the 16-bit panels' dot,
+// lanes/panels16.h, and the BF16 pair panels', bf16_pairs_avx512.cc): one panel's few FMA chains
+// leave the out-of-order window too short to keep enough lines in flight. SmolLM2 F16 decode at
+// 2 threads gained 8-14% (2 KiB: less, 8 KiB: less and noisier).
+inline constexpr int64_t kPanelStreamPrefetchBytes = 4096;
+
 // True for F16 and BF16 matrices of n rows (a multiple of kPanel16Rows) of k > 0 elements.
 bool can_panel16(RowFormat format, int64_t n, int64_t k);
 

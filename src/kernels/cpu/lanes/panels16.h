@@ -19,12 +19,6 @@ namespace {
 template <typename V>
 inline constexpr int kPanelRegs = static_cast<int>(kPanel16Rows) / V::kLanes;
 
-// How far ahead of a decode step's weights they are prefetched into L1. A decode GEMV streams
-// each panel from DRAM once, and the few FMA chains of one panel leave the out-of-order window
-// too short to keep enough lines in flight: SmolLM2 F16 decode at 2 threads gained 8-14% (2 KiB:
-// less, 8 KiB: less and noisier).
-inline constexpr int64_t kDotPrefetchBytes = 4096;
-
 template <typename V, RowFormat F>
 typename V::Reg load_half(const uint16_t* p) {
   if constexpr (F == RowFormat::kF16) {
@@ -47,7 +41,7 @@ void dot_micro(const uint16_t* w, int64_t k, const float* x, int64_t ldx, float*
   }
   for (int64_t p = 0; p < k; ++p) {
     const uint16_t* step = w + p * kPanel16Rows;
-    _mm_prefetch(reinterpret_cast<const char*>(step) + kDotPrefetchBytes, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelStreamPrefetchBytes, _MM_HINT_T0);
     typename V::Reg wv[R];
 #pragma GCC unroll 2
     for (int r = 0; r < R; ++r) wv[r] = load_half<V, F>(step + r * V::kLanes);
