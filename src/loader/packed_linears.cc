@@ -55,6 +55,10 @@ float scale_at(const Tensor& t, int64_t i) {
   }
 }
 
+// Output rows unpacked together from a column-major pack (GPTQ's, AWQ's qweight).
+constexpr int64_t kUnpackRows = 256;
+constexpr int64_t kUnpackCols = 32;  // AWQ's tile width: one cache line of int16 per row
+
 uint32_t word_at(const Tensor& t, int64_t i) {
   uint32_t w;
   std::memcpy(&w, static_cast<const uint8_t*>(t.data) + 4 * i, 4);
@@ -86,12 +90,13 @@ std::string group_text(int64_t group_size) {
                         : "group_size " + std::to_string(group_size);
 }
 
-IntegerLinear shaped(int64_t rows, int64_t cols, int64_t groups) {
+IntegerLinear shaped(int64_t rows, int64_t cols, int64_t groups, std::vector<int16_t> reuse) {
   IntegerLinear w;
   w.rows = rows;
   w.cols = cols;
   w.num_groups = groups;
-  w.q.resize(static_cast<size_t>(rows * cols));
+  w.q = std::move(reuse);
+  w.q.assign(static_cast<size_t>(rows * cols), 0);
   w.group_of_col.resize(static_cast<size_t>(cols));
   w.scales.resize(static_cast<size_t>(rows * groups));
   return w;
@@ -258,20 +263,26 @@ Result<std::vector<int16_t>> read_ct_zeros(const TensorLookup& find, const std::
 }  // namespace
 
 Result<IntegerLinear> read_gptq_linear(const QuantizationConfig& q, const std::string& prefix,
-                                       const TensorLookup& find) {
+                                       const TensorLookup& find, std::vector<int16_t> reuse) {
   const std::string qweight_name = prefix + ".qweight";
   LM_ASSIGN_OR_RETURN(const Tensor* qweight, need(find, qweight_name, {DType::kI32}, 2));
   const int per_word = 32 / q.bits;
   const int64_t cols = qweight->dim(0) * per_word, rows = qweight->dim(1);
-  IntegerLinear w = shaped(rows, cols, num_groups(cols, q.group_size));
+  IntegerLinear w = shaped(rows, cols, num_groups(cols, q.group_size), std::move(reuse));
   LM_RETURN_IF_ERROR(read_transposed_scales(find, prefix + ".scales", q.group_size, w));
   LM_RETURN_IF_ERROR(read_groups(find, prefix + ".g_idx", q.group_size, w));
   const uint32_t mask = (1u << q.bits) - 1;
-  for (int64_t k = 0; k < cols; ++k) {
-    const int shift = q.bits * static_cast<int>(k % per_word);
-    for (int64_t n = 0; n < rows; ++n) {
-      w.q[static_cast<size_t>(n * cols + k)] =
-          static_cast<int16_t>((word_at(*qweight, (k / per_word) * rows + n) >> shift) & mask);
+  // Row tiles: a word row gives each row of the tile its next per_word values, so the tile's
+  // destination lines stay in cache while the words are read forwards.
+  for (int64_t n0 = 0; n0 < rows; n0 += kUnpackRows) {
+    const int64_t n1 = std::min(rows, n0 + kUnpackRows);
+    for (int64_t kw = 0; kw < qweight->dim(0); ++kw) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const uint32_t word = word_at(*qweight, kw * rows + n);
+        int16_t* dst = w.q.data() + n * cols + kw * per_word;
+        for (int j = 0; j < per_word; ++j)
+          dst[j] = static_cast<int16_t>((word >> (q.bits * j)) & mask);
+      }
     }
   }
   const uint32_t v1_add = !q.gptq_v1_zeros ? 0u : q.bits == 4 ? 0x11111111u : 0x01010101u;
@@ -282,17 +293,34 @@ Result<IntegerLinear> read_gptq_linear(const QuantizationConfig& q, const std::s
 }
 
 Result<IntegerLinear> read_awq_linear(const QuantizationConfig& q, const std::string& prefix,
-                                      const TensorLookup& find) {
+                                      const TensorLookup& find, std::vector<int16_t> reuse) {
   LM_ASSIGN_OR_RETURN(const Tensor* qweight, need(find, prefix + ".qweight", {DType::kI32}, 2));
   const int64_t cols = qweight->dim(0), rows = qweight->dim(1) * 8;
-  IntegerLinear w = shaped(rows, cols, num_groups(cols, q.group_size));
+  IntegerLinear w = shaped(rows, cols, num_groups(cols, q.group_size), std::move(reuse));
   LM_RETURN_IF_ERROR(read_transposed_scales(find, prefix + ".scales", q.group_size, w));
   LM_RETURN_IF_ERROR(read_groups(find, prefix + ".g_idx", q.group_size, w));
-  for (int64_t k = 0; k < cols; ++k) {
-    for (int64_t n = 0; n < rows; ++n) {
-      const uint32_t word = word_at(*qweight, k * (rows / 8) + n / 8);
-      w.q[static_cast<size_t>(n * cols + k)] =
-          static_cast<int16_t>((word >> (4 * kAwqNibble[n % 8])) & 0xf);
+  // Each word holds 8 rows of one column. Written straight into the rows, a tile's stores hit
+  // rows 2 * cols bytes apart, all in one L1 set when cols is a multiple of 2048; so a tile of
+  // rows x kUnpackCols columns is gathered in a small contiguous buffer first, then each row's
+  // piece copied out in one go.
+  const int64_t words = rows / 8;
+  std::vector<int16_t> tile(static_cast<size_t>(kUnpackRows * kUnpackCols));
+  for (int64_t w0 = 0; w0 < words; w0 += kUnpackRows / 8) {
+    const int64_t w1 = std::min(words, w0 + kUnpackRows / 8);
+    for (int64_t k0 = 0; k0 < cols; k0 += kUnpackCols) {
+      const int64_t k1 = std::min(cols, k0 + kUnpackCols);
+      for (int64_t k = k0; k < k1; ++k) {
+        for (int64_t nw = w0; nw < w1; ++nw) {
+          const uint32_t word = word_at(*qweight, k * words + nw);
+          int16_t* t = tile.data() + (nw - w0) * 8 * kUnpackCols + (k - k0);
+          for (int j = 0; j < 8; ++j)
+            t[j * kUnpackCols] = static_cast<int16_t>((word >> (4 * kAwqNibble[j])) & 0xf);
+        }
+      }
+      for (int64_t n = w0 * 8; n < w1 * 8; ++n) {
+        std::memcpy(w.q.data() + n * cols + k0, tile.data() + (n - w0 * 8) * kUnpackCols,
+                    static_cast<size_t>(k1 - k0) * sizeof(int16_t));
+      }
     }
   }
   LM_ASSIGN_OR_RETURN(auto zeros, read_row_packed_zeros(find, prefix + ".qzeros", w, 4,
@@ -304,7 +332,8 @@ Result<IntegerLinear> read_awq_linear(const QuantizationConfig& q, const std::st
 Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q,
                                                      const CompressedTensorsScheme& s,
                                                      const std::string& prefix,
-                                                     const TensorLookup& find) {
+                                                     const TensorLookup& find,
+                                                     std::vector<int16_t> reuse) {
   const bool packed = s.format == "pack-quantized";
   IntegerLinear w;
   if (packed) {
@@ -323,7 +352,7 @@ Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q
                                   "] (truncated or mismatched pack)");
     }
     const int64_t group = s.strategy == "group" ? s.group_size : -1;
-    w = shaped(rows, cols, num_groups(cols, group));
+    w = shaped(rows, cols, num_groups(cols, group), std::move(reuse));
     for (int64_t n = 0; n < rows; ++n) {
       const auto word = [&](int64_t j) { return word_at(*p, n * words + j); };
       for (int64_t k = 0; k < cols; ++k)
@@ -333,7 +362,7 @@ Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q
     const std::string weight_name = prefix + ".weight";
     LM_ASSIGN_OR_RETURN(const Tensor* t, need(find, weight_name, {DType::kI8}, 2));
     const int64_t group = s.strategy == "group" ? s.group_size : -1;
-    w = shaped(t->dim(0), t->dim(1), num_groups(t->dim(1), group));
+    w = shaped(t->dim(0), t->dim(1), num_groups(t->dim(1), group), std::move(reuse));
     const int lo = -(1 << (s.bits - 1)), hi = (1 << (s.bits - 1)) - 1;
     for (int64_t i = 0; i < w.rows * w.cols; ++i) {
       const int v = static_cast<int8_t>(static_cast<const uint8_t*>(t->data)[i]);

@@ -28,6 +28,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "loader/fp8_linear.h"
@@ -40,15 +41,18 @@ namespace lm {
 // The checkpoint's tensor of that name, or null.
 using TensorLookup = std::function<const Tensor*(const std::string& name)>;
 
-// `prefix` is the module's name (e.g. model.layers.0.self_attn.q_proj).
+// `prefix` is the module's name (e.g. model.layers.0.self_attn.q_proj). `reuse`: memory for the
+// integers, e.g. an earlier IntegerLinear's q (its values are ignored), so that a run of modules
+// does not fault in and zero fresh pages for each (most of a 7B checkpoint's load otherwise).
 Result<IntegerLinear> read_gptq_linear(const QuantizationConfig& q, const std::string& prefix,
-                                       const TensorLookup& find);
+                                       const TensorLookup& find, std::vector<int16_t> reuse = {});
 Result<IntegerLinear> read_awq_linear(const QuantizationConfig& q, const std::string& prefix,
-                                      const TensorLookup& find);
+                                      const TensorLookup& find, std::vector<int16_t> reuse = {});
 Result<IntegerLinear> read_compressed_tensors_linear(const QuantizationConfig& q,
                                                      const CompressedTensorsScheme& scheme,
                                                      const std::string& prefix,
-                                                     const TensorLookup& find);
+                                                     const TensorLookup& find,
+                                                     std::vector<int16_t> reuse = {});
 // `scheme`: the module's compressed-tensors group, or null for "fp8" / "fbgemm_fp8".
 Result<Fp8Linear> read_fp8_linear(const QuantizationConfig& q,
                                   const CompressedTensorsScheme* scheme, const std::string& prefix,

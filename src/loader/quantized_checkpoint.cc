@@ -1,7 +1,9 @@
 #include "loader/quantized_checkpoint.h"
 
+#include <optional>
 #include <regex>
 
+#include "base/thread_pool.h"
 #include "loader/fp8_linear.h"
 #include "loader/integer_linear.h"
 #include "loader/packed_linears.h"
@@ -75,6 +77,59 @@ Result<const CompressedTensorsScheme*> scheme_of(const QuantizationConfig& q,
   return Error{module + ": stored quantized, but no config group of " + q.origin + " targets it"};
 }
 
+// One module's weight repacked, and what the summary and the tensors' removal need of it.
+struct ModuleRepack {
+  RepackedLinear repacked;
+  bool fp8 = false;
+  bool input_activations = false;  // compressed-tensors: its scheme quantizes activations
+  std::string ct_format;
+};
+
+// `scratch`: memory the integers reuse, given back when the module is repacked.
+Result<ModuleRepack> repack_module(const QuantizationConfig& q, const std::string& module,
+                                   const TensorLookup& find, std::vector<int16_t>& scratch) {
+  ModuleRepack out;
+  const std::string weight_name = module + ".weight";
+  const Tensor* plain = find(weight_name);
+  out.fp8 = plain != nullptr && is_fp8(plain->dtype);
+  const CompressedTensorsScheme* scheme = nullptr;
+  if (q.method == QuantMethod::kCompressedTensors) {
+    LM_ASSIGN_OR_RETURN(scheme, scheme_of(q, module));
+    out.input_activations = scheme->input_activations;
+    out.ct_format = scheme->format;
+    const bool packed_here = find(module + ".weight_packed") != nullptr;
+    if (packed_here != (out.ct_format == "pack-quantized") || out.fp8 != scheme->float_weights) {
+      return Error{module + ": stored " +
+                   (packed_here ? "packed"
+                    : out.fp8   ? "as FP8"
+                                : "as int8") +
+                   ", but its config group's format is " + out.ct_format + " with " +
+                   (scheme->float_weights ? "float" : "int") + " weights"};
+    }
+  }
+  if (out.fp8) {
+    LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
+    out.repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w) : dequantize_fp8_linear(w);
+    return out;
+  }
+  Result<IntegerLinear> w = Error{};
+  if (q.method == QuantMethod::kGptq) {
+    w = read_gptq_linear(q, module, find, std::move(scratch));
+  } else if (q.method == QuantMethod::kAwq) {
+    w = read_awq_linear(q, module, find, std::move(scratch));
+  } else {
+    w = read_compressed_tensors_linear(q, *scheme, module, find, std::move(scratch));
+  }
+  if (!w.ok()) return std::move(w).error();
+  if (q.method != QuantMethod::kCompressedTensors || out.ct_format == "pack-quantized") {
+    if (plain != nullptr)
+      return Error{weight_name + ": stored both quantized and as a plain weight"};
+  }
+  LM_ASSIGN_OR_RETURN(out.repacked, repack_integer_linear(*w, weight_name));
+  scratch = std::move(w->q);
+  return out;
+}
+
 }  // namespace
 
 Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
@@ -95,53 +150,30 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
     return Error{q.origin + ": quantization_config says " + quant_method_name(q.method) +
                  ", but no tensor is stored quantized (no " + expected + ")"};
   }
+  // Modules are independent: each reads only its own tensors, and `tensors` is not changed until
+  // all are repacked, so they run on every hardware thread (unpacking a 7B checkpoint's packs one
+  // module after another took most of its load). The first error in module order is the one
+  // reported, as when they ran in order.
+  std::vector<std::optional<Result<ModuleRepack>>> results(modules.size());
+  ThreadPool pool;
+  pool.parallel_for(static_cast<int64_t>(modules.size()), [&](int64_t begin, int64_t end) {
+    std::vector<int16_t> scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      results[static_cast<size_t>(i)] =
+          repack_module(q, modules[static_cast<size_t>(i)], find, scratch);
+    }
+  });
   int64_t num_input_activations = 0, num_fp8 = 0;
-  for (const std::string& module : modules) {
-    const std::string weight_name = module + ".weight";
-    const Tensor* plain = find(weight_name);
-    const bool fp8 = plain != nullptr && is_fp8(plain->dtype);
-    const CompressedTensorsScheme* scheme = nullptr;
-    std::string ct_format;
-    if (q.method == QuantMethod::kCompressedTensors) {
-      LM_ASSIGN_OR_RETURN(scheme, scheme_of(q, module));
-      num_input_activations += scheme->input_activations ? 1 : 0;
-      ct_format = scheme->format;
-      const bool packed_here = tensors.contains(module + ".weight_packed");
-      if (packed_here != (ct_format == "pack-quantized") || fp8 != scheme->float_weights) {
-        return Error{module + ": stored " +
-                     (packed_here ? "packed"
-                      : fp8       ? "as FP8"
-                                  : "as int8") +
-                     ", but its config group's format is " + ct_format + " with " +
-                     (scheme->float_weights ? "float" : "int") + " weights"};
-      }
-    }
-    RepackedLinear repacked;
-    if (fp8) {
-      LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
-      repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w) : dequantize_fp8_linear(w);
-      ++num_fp8;
-    } else {
-      Result<IntegerLinear> w = Error{};
-      if (q.method == QuantMethod::kGptq) {
-        w = read_gptq_linear(q, module, find);
-      } else if (q.method == QuantMethod::kAwq) {
-        w = read_awq_linear(q, module, find);
-      } else {
-        w = read_compressed_tensors_linear(q, *scheme, module, find);
-      }
-      if (!w.ok()) return std::move(w).error();
-      if (q.method != QuantMethod::kCompressedTensors || ct_format == "pack-quantized") {
-        if (plain != nullptr)
-          return Error{weight_name + ": stored both quantized and as a plain weight"};
-      }
-      LM_ASSIGN_OR_RETURN(repacked, repack_integer_linear(*w, weight_name));
-    }
-    for (const std::string& suffix : module_suffixes(q, ct_format, fp8))
-      tensors.erase(module + suffix);
-    tensors.emplace(weight_name, repacked.weight);
-    owners.push_back(std::move(repacked.storage));
-    ++summary.num_by_dtype[repacked.weight.dtype];
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (!results[i]->ok()) return std::move(*results[i]).error();
+    ModuleRepack& m = results[i]->value();
+    for (const std::string& suffix : module_suffixes(q, m.ct_format, m.fp8))
+      tensors.erase(modules[i] + suffix);
+    tensors.emplace(modules[i] + ".weight", m.repacked.weight);
+    owners.push_back(std::move(m.repacked.storage));
+    ++summary.num_by_dtype[m.repacked.weight.dtype];
+    num_input_activations += m.input_activations ? 1 : 0;
+    num_fp8 += m.fp8 ? 1 : 0;
   }
   std::string held;
   for (const auto& [dtype, n] : summary.num_by_dtype)
