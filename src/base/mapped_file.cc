@@ -62,6 +62,10 @@ void MappedFile::drop_pages(const void* p, size_t bytes) const {
   LM_CHECK_MSG(first_byte >= data_ && bytes <= size_ &&
                    static_cast<size_t>(first_byte - data_) <= size_ - bytes,
                "drop_pages outside the mapping");
+  drop_whole_pages(p, bytes);
+}
+
+void drop_whole_pages(const void* p, size_t bytes) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(p);
   const uintptr_t first = (begin + page - 1) / page * page;

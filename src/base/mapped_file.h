@@ -39,4 +39,9 @@ class MappedFile {
   std::string path_;
 };
 
+// madvise DONTNEED on the pages wholly inside [p, p + bytes) (advice: a failure leaves them
+// resident). Read again, a private file mapping's pages come back from the file and anonymous
+// memory's as zeros: only for bytes that were copied elsewhere and are not read again.
+void drop_whole_pages(const void* p, size_t bytes);
+
 }  // namespace lm

@@ -82,12 +82,14 @@ struct ModuleRepack {
   RepackedLinear repacked;
   bool fp8 = false;
   bool input_activations = false;  // compressed-tensors: its scheme quantizes activations
+  bool file_view = false;          // an FP8 weight kept as stored: its bytes are the file's
   std::string ct_format;
 };
 
 // `scratch`: memory the integers reuse, given back when the module is repacked.
 Result<ModuleRepack> repack_module(const QuantizationConfig& q, const std::string& module,
                                    const TensorLookup& find, std::vector<int16_t>& scratch) {
+  // The reading and the repack; then the module's checkpoint tensors are done with.
   ModuleRepack out;
   const std::string weight_name = module + ".weight";
   const Tensor* plain = find(weight_name);
@@ -109,7 +111,8 @@ Result<ModuleRepack> repack_module(const QuantizationConfig& q, const std::strin
   }
   if (out.fp8) {
     LM_ASSIGN_OR_RETURN(Fp8Linear w, read_fp8_linear(q, scheme, module, find));
-    out.repacked = w.rows % kFp8PanelRows == 0 ? fp8_weight_as_stored(w) : dequantize_fp8_linear(w);
+    out.file_view = w.rows % kFp8PanelRows == 0;
+    out.repacked = out.file_view ? fp8_weight_as_stored(w) : dequantize_fp8_linear(w);
     return out;
   }
   Result<IntegerLinear> w = Error{};
@@ -134,7 +137,8 @@ Result<ModuleRepack> repack_module(const QuantizationConfig& q, const std::strin
 
 Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
                                                std::map<std::string, Tensor>& tensors,
-                                               std::vector<std::shared_ptr<const void>>& owners) {
+                                               std::vector<std::shared_ptr<const void>>& owners,
+                                               const PackedTensorsDone& done) {
   const TensorLookup find = [&](const std::string& name) -> const Tensor* {
     auto it = tensors.find(name);
     return it == tensors.end() ? nullptr : &it->second;
@@ -159,8 +163,17 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
   pool.parallel_for(static_cast<int64_t>(modules.size()), [&](int64_t begin, int64_t end) {
     std::vector<int16_t> scratch;
     for (int64_t i = begin; i < end; ++i) {
-      results[static_cast<size_t>(i)] =
-          repack_module(q, modules[static_cast<size_t>(i)], find, scratch);
+      const std::string& module = modules[static_cast<size_t>(i)];
+      auto& result = results[static_cast<size_t>(i)];
+      result = repack_module(q, module, find, scratch);
+      if (!done || !result->ok()) continue;
+      // The packed tensors are read once: their file pages go back as each module is done, so
+      // the load never holds a checkpoint's packs and their repacks at once.
+      const ModuleRepack& m = result->value();
+      for (const std::string& suffix : module_suffixes(q, m.ct_format, m.fp8)) {
+        const Tensor* t = find(module + suffix);
+        if (t != nullptr && t->data != m.repacked.weight.data) done(*t);
+      }
     }
   });
   int64_t num_input_activations = 0, num_fp8 = 0;
@@ -170,6 +183,11 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
     for (const std::string& suffix : module_suffixes(q, m.ct_format, m.fp8))
       tensors.erase(modules[i] + suffix);
     tensors.emplace(modules[i] + ".weight", m.repacked.weight);
+    if (!m.file_view) {
+      summary.repacked_bytes.emplace_back(
+          static_cast<const uint8_t*>(m.repacked.weight.data),
+          static_cast<size_t>(m.repacked.weight.dim(0) * m.repacked.weight.row_bytes()));
+    }
     owners.push_back(std::move(m.repacked.storage));
     ++summary.num_by_dtype[m.repacked.weight.dtype];
     num_input_activations += m.input_activations ? 1 : 0;

@@ -1,5 +1,6 @@
 #include "loader/weight_store.h"
 
+#include "base/mapped_file.h"
 #include "base/text_file.h"
 #include "loader/gguf_file.h"
 #include "loader/quantized_checkpoint.h"
@@ -24,7 +25,13 @@ void WeightStore::drop_pages(const void* p, size_t bytes) const {
     if (shard->contains(p, bytes)) return shard->drop_pages(p, bytes);
   }
   // Not in a file: a weight the load repacked (GPTQ/AWQ/compressed-tensors) into memory the store
-  // owns. It is freed with the store; its pages are not the kernel's to drop.
+  // owns. Held until the store goes, it would double the resident size of a model whose
+  // weights are copied (prepared for the CPU): its pages go back now.
+  const auto* first = static_cast<const uint8_t*>(p);
+  for (const std::span<const uint8_t> r : repacked_bytes_) {
+    if (first >= r.data() && first + bytes <= r.data() + r.size())
+      return drop_whole_pages(p, bytes);
+  }
 }
 
 WeightStore WeightStore::from_gguf(std::shared_ptr<const GgufFile> gguf) {
@@ -82,9 +89,16 @@ Result<WeightStore> WeightStore::from_hf_folder(
     }
   }
   if (quantization) {
-    LM_ASSIGN_OR_RETURN(RepackSummary summary,
-                        repack_quantized_linears(*quantization, store.tensors_, store.owners_));
+    const WeightStore& files = store;
+    LM_ASSIGN_OR_RETURN(
+        RepackSummary summary,
+        repack_quantized_linears(
+            *quantization, store.tensors_, store.owners_, [&files](const Tensor& t) {
+              const auto bytes = dtype_bytes(t.dtype, static_cast<uint64_t>(t.numel()));
+              if (bytes) files.drop_pages(t.data, static_cast<size_t>(*bytes));
+            }));
     store.repack_summary_ = std::move(summary.text);
+    store.repacked_bytes_ = std::move(summary.repacked_bytes);
   } else {
     for (const auto& [name, tensor] : store.tensors_) {
       if (name.ends_with(".qweight") || name.ends_with(".weight_packed") || is_fp8(tensor.dtype)) {

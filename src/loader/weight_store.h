@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,10 @@ class WeightStore {
   const std::map<std::string, Tensor>& tensors() const { return tensors_; }
   // Where the weights came from, for error messages.
   const std::string& origin() const { return origin_; }
-  // MappedFile::drop_pages for [p, p + bytes), the bytes of one of this store's tensors: e.g. once
-  // they were copied elsewhere. A no-op for tensors the load repacked into memory of its own.
+  // MappedFile::drop_pages for [p, p + bytes), the bytes of one of this store's tensors, once
+  // they were copied elsewhere. For a tensor the load repacked into memory of its own, that
+  // memory's pages are released: read again they are zeros, so only bytes that are copied and
+  // never read again may be dropped (the model's prepared copy is what it serves from).
   void drop_pages(const void* p, size_t bytes) const;
 
   // What the load repacked (e.g. "gptq 4-bit: 14 quantized Linears repacked (14 as Q4_0)"), or
@@ -49,6 +52,7 @@ class WeightStore {
   std::shared_ptr<const GgufFile> gguf_;
   std::vector<std::shared_ptr<const SafetensorsFile>> shards_;
   std::map<std::string, Tensor> tensors_;
+  std::vector<std::span<const uint8_t>> repacked_bytes_;  // RepackSummary::repacked_bytes
   std::string origin_;
   std::string repack_summary_;
 };

@@ -1,13 +1,18 @@
 // Pre-quantized Linears on hand-built packs: each format's layout read back exactly (the
 // repacked GGML blocks decoded here by their spec equal s * (q - z)), the block format chosen, act
-// order regrouped, and hostile tensors refused with one error naming the tensor. The
+// order regrouped (modules of many shapes in one checkpoint, repacked together), and hostile
+// tensors refused with one error naming the tensor. The
 // quantization_config reader and --quantize against it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 
 #include "base/fp16.h"
@@ -216,6 +221,126 @@ TEST(QuantizedCheckpoint, AwqReadsTheGemmNibbleOrder) {
   const std::vector<float> w = weight_values(r.weight);
   for (int64_t n = 0; n < rows; ++n)
     for (int64_t k = 0; k < cols; ++k) EXPECT_EQ(w[static_cast<size_t>(n * cols + k)], n + 1);
+}
+
+// An AWQ GEMM module [rows, cols] with random values, zero-points and fp16 scales: qweight
+// [cols, rows / 8] and qzeros [groups, rows / 8] with row n in nibble {0, 4, 1, 5, 2, 6, 3, 7}[n %
+// 8] of its word; the exact weight s * (q - z).
+std::vector<float> add_awq(Checkpoint& c, const std::string& p, int64_t rows, int64_t cols,
+                           int64_t group_size, uint32_t seed) {
+  const int nibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  std::mt19937 rng(seed);
+  const int64_t groups = cols / group_size;
+  std::vector<uint32_t> qweight(static_cast<size_t>(cols * rows / 8));
+  std::vector<uint32_t> qzeros(static_cast<size_t>(groups * rows / 8));
+  std::vector<uint16_t> scales(static_cast<size_t>(groups * rows));
+  std::vector<int> q(static_cast<size_t>(rows * cols)), z(static_cast<size_t>(groups * rows));
+  for (int64_t k = 0; k < cols; ++k)
+    for (int64_t n = 0; n < rows; ++n) {
+      const int v = static_cast<int>(rng() % 16);
+      q[static_cast<size_t>(n * cols + k)] = v;
+      qweight[static_cast<size_t>(k * rows / 8 + n / 8)] |= static_cast<uint32_t>(v)
+                                                            << (4 * nibble[n % 8]);
+    }
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t n = 0; n < rows; ++n) {
+      const int v = static_cast<int>(rng() % 16);
+      z[static_cast<size_t>(g * rows + n)] = v;
+      qzeros[static_cast<size_t>(g * rows / 8 + n / 8)] |= static_cast<uint32_t>(v)
+                                                           << (4 * nibble[n % 8]);
+      scales[static_cast<size_t>(g * rows + n)] =
+          fp32_to_fp16(std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, -9));
+    }
+  c.add(p + ".qweight", DType::kI32, {cols, rows / 8}, qweight);
+  c.add(p + ".qzeros", DType::kI32, {groups, rows / 8}, qzeros);
+  c.add(p + ".scales", DType::kF16, {groups, rows}, scales);
+  std::vector<float> exact(q.size());
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t k = 0; k < cols; ++k) {
+      const auto i = static_cast<size_t>((k / group_size) * rows + n);
+      exact[static_cast<size_t>(n * cols + k)] =
+          fp16_to_fp32(scales[i]) * static_cast<float>(q[static_cast<size_t>(n * cols + k)] - z[i]);
+    }
+  return exact;
+}
+
+TEST(QuantizedCheckpoint, ModulesOfManyShapesRepackExactlyTogether) {
+  // Several modules in one checkpoint are repacked on several threads, reusing one buffer for
+  // their integers; the packs are unpacked in tiles of 256 rows (AWQ: and 32 columns). Shapes
+  // that end mid-tile, larger and smaller modules in turn, each read back exactly.
+  const std::vector<GptqCase> gptq = {
+      {.rows = 272, .cols = 160, .zero = 8, .seed = 2},          // Q4_0, 1 + 1/16 row tiles
+      {.rows = 24, .cols = 256, .seed = 3},                      // smaller after larger
+      {.rows = 520, .cols = 128, .act_order = true, .seed = 4},  // regrouped
+      {.rows = 264, .cols = 96, .seed = 5},                      // Q5_0
+  };
+  for (const int bits : {4, 8}) {
+    SCOPED_TRACE(::testing::Message() << bits << "-bit");
+    Checkpoint c;
+    std::vector<std::vector<float>> exact;
+    for (size_t i = 0; i < gptq.size(); ++i) {
+      GptqCase g = gptq[i];
+      g.bits = bits;
+      if (bits == 8 && g.zero == 8) g.zero = 128;
+      exact.push_back(add_gptq(c, "m" + std::to_string(i), g));
+    }
+    GptqCase config = gptq[0];
+    config.bits = bits;
+    auto summary = repack_quantized_linears(gptq_config(config), c.tensors, c.owners);
+    ASSERT_TRUE(summary.ok()) << summary.error().message;
+    for (size_t i = 0; i < gptq.size(); ++i)
+      EXPECT_EQ(weight_values(c.tensors.at("m" + std::to_string(i) + ".weight")), exact[i]) << i;
+  }
+  // AWQ: rows {rows, cols, group}; a config has one group size, so the group-16 module (144
+  // columns: the last column tile half full; F32 rows, blocks would span groups) goes alone.
+  const std::vector<std::vector<std::array<int64_t, 3>>> awq_checkpoints = {
+      {{272, 160, 32}, {16, 64, 32}, {520, 96, 32}, {264, 128, 32}}, {{264, 144, 16}}};
+  uint32_t seed = 10;
+  for (const auto& modules : awq_checkpoints) {
+    Checkpoint c;
+    std::vector<std::vector<float>> exact;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const auto [rows, cols, group] = modules[i];
+      exact.push_back(add_awq(c, "a" + std::to_string(i), rows, cols, group, seed++));
+    }
+    QuantizationConfig q;
+    q.method = QuantMethod::kAwq;
+    q.group_size = modules[0][2];
+    auto summary = repack_quantized_linears(q, c.tensors, c.owners);
+    ASSERT_TRUE(summary.ok()) << summary.error().message;
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const Tensor& w = c.tensors.at("a" + std::to_string(i) + ".weight");
+      EXPECT_EQ(w.dtype, modules[i][2] == 16 ? DType::kF32 : DType::kQ5_0) << i;
+      EXPECT_EQ(weight_values(w), exact[i]) << i;
+    }
+  }
+}
+
+TEST(QuantizedCheckpoint, EachModulesPackedTensorsAreDoneOnceAndItsBytesListed) {
+  Checkpoint c;
+  for (int i = 0; i < 5; ++i)
+    add_gptq(c, "m" + std::to_string(i),
+             {.rows = 16 * (i + 1), .zero = 8, .seed = static_cast<uint32_t>(i)});
+  std::map<const void*, std::string> name_of;
+  for (const auto& [name, t] : c.tensors) name_of[t.data] = name;
+  std::mutex mutex;  // called from the repacking threads
+  std::map<std::string, int> done;
+  auto summary =
+      repack_quantized_linears(gptq_config({}), c.tensors, c.owners, [&](const Tensor& t) {
+        std::lock_guard lock(mutex);
+        ++done[name_of.at(t.data)];
+      });
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(done.size(), 5u * 4);  // qweight, qzeros, scales, g_idx of each
+  for (const auto& [name, times] : done) EXPECT_EQ(times, 1) << name;
+  ASSERT_EQ(summary->repacked_bytes.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const Tensor& w = c.tensors.at("m" + std::to_string(i) + ".weight");
+    const bool listed = std::ranges::any_of(summary->repacked_bytes, [&](auto r) {
+      return r.data() == w.data && static_cast<int64_t>(r.size()) == w.dim(0) * w.row_bytes();
+    });
+    EXPECT_TRUE(listed) << i;
+  }
 }
 
 // compressed-tensors pack-quantized: [N, K] int4 signed, packed 8 a word along K (+8 offset).

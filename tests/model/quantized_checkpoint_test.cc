@@ -6,8 +6,11 @@
 // within 1e-4 relative, transformers in fp32 on the exact weights s * (q - z) (FP8: fp8 * scale in
 // fp32, the weights our FP8 panels compute), with fp32 activations as the other reference tests.
 // With int8 activations (the default) logits are held within 5% of the largest logit (FP8 panels
-// take fp32 activations either way).
+// take fp32 activations either way). And a repacked weight's memory is handed back when the
+// store drops it (as the model does once its prepared copy is made).
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +21,9 @@
 #include "base/fp16.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "loader/quantization_config.h"
 #include "loader/safetensors_file.h"
+#include "loader/weight_store.h"
 #include "model/llama_model.h"
 #include "ops/linear.h"
 #include "runtime/model_executor.h"
@@ -186,6 +191,39 @@ TEST_P(QuantizedCheckpoint, RepacksExactlyAndMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizedCheckpoint, ::testing::ValuesIn(variants()));
+
+TEST(QuantizedCheckpointPages, ARepackedWeightsPagesGoBackWhenDropped) {
+  // The model copies every weight when it prepares it for the CPU and then drops the source's
+  // pages: a repacked weight's memory must go back too (it was held for the store's life, twice
+  // the resident size of the weights). Pages wholly inside the dropped bytes read as zeros after.
+  const fs::path dir = kFixtures / "gptq_v1_4bit_g32_sym";
+  auto q = read_quantization_config(dir.string());
+  ASSERT_TRUE(q.ok() && q->has_value());
+  auto store = WeightStore::from_hf_folder(dir.string(), *q);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  const Tensor* w = store->find("model.layers.0.mlp.down_proj.weight");
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->dtype, DType::kQ4_0);
+  const auto* bytes = static_cast<const uint8_t*>(w->data);
+  const auto size = static_cast<size_t>(w->dim(0) * w->row_bytes());
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t first = (page - reinterpret_cast<uintptr_t>(bytes) % page) % page;
+  ASSERT_GE(size, first + page);
+  const auto page_is_zero = [&] {
+    return std::all_of(bytes + first, bytes + first + page, [](uint8_t b) { return b == 0; });
+  };
+  EXPECT_FALSE(page_is_zero());
+  store->drop_pages(bytes, size);
+  EXPECT_TRUE(page_is_zero());
+  // A checkpoint tensor's (file) pages come back from the file when read again.
+  const Tensor* norm = store->find("model.norm.weight");
+  ASSERT_NE(norm, nullptr);
+  const auto norm_bytes = static_cast<size_t>(norm->dim(0) * norm->row_bytes());
+  const std::vector<uint8_t> before(static_cast<const uint8_t*>(norm->data),
+                                    static_cast<const uint8_t*>(norm->data) + norm_bytes);
+  store->drop_pages(norm->data, norm_bytes);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), static_cast<const uint8_t*>(norm->data)));
+}
 
 }  // namespace
 }  // namespace lm
