@@ -94,7 +94,7 @@ void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor
   // A reference for the pool's threads: in their lambda the thread_local's name is their own.
   kernels::LlmInt8Outliers& outliers = this_threads_outliers;
   xq.resize(static_cast<size_t>(m * k / kernels::kQuantBlockSize));
-  kernels::quantize_rows_llm_int8(x.as<float>(), m, k, xq.data(), outliers);
+  kernels::quantize_rows_llm_int8(x.as<float>(), m, k, xq.data(), outliers, &pool);
   float* out = y.as<float>();
   kernels::matmul_q8_act(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), xq.data(), out, m, n, k,
                          pool);

@@ -4,14 +4,21 @@
 // rows keep their outliers (>= 6 after the fp16 cast) and quantize the rest per token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/fp16.h"
+#include "base/thread_pool.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
@@ -97,6 +104,70 @@ TEST(LlmInt8, ActivationsListOutliersAndQuantizeTheRestPerToken) {
   EXPECT_EQ(xq[0].s, xq[0].d * static_cast<float>(sum));
   EXPECT_EQ(xq[1].qs[k - 1], 127);
   EXPECT_NEAR(value(xq.data() + 1, 7), 0.07f, 0.31f / 127);
+}
+
+TEST(LlmInt8, EveryIsaAndThreadSplitGiveTheScalarBitsAndOutliers) {
+  // 37 tokens of 96 values, a few outliers each (some rows none), NaN and inf among them.
+  const int64_t m = 37, k = 96;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 2.5f);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (float& v : x) v = normal(rng);
+  x[5] = std::nanf("");
+  x[k + 3] = std::numeric_limits<float>::infinity();
+  x[2 * k + 9] = 70000.0f;  // inf in fp16
+  // fp16's edges: the largest finite (65504), the tie that rounds to inf (65520), a subnormal,
+  // -0, the threshold itself and 5.999 (6 in fp16).
+  const float edges[] = {65504.0f, 65520.0f, -65519.0f, 3e-6f, -0.0f, 6.0f, 5.999f, -5.998f};
+  for (size_t i = 0; i < std::size(edges); ++i) x[3 * k + 5 * i] = edges[i];
+  // A row of exact ties: absmax 127 / 32 makes the factor 32.0, so (j + 0.5) / 32 (exact in
+  // fp16) lands on j + 0.5, which rounds to even (0, 2, 2, 4, ...).
+  for (int64_t i = 0; i < k; ++i)
+    x[static_cast<size_t>(4 * k + i)] = (static_cast<float>(i % 40) + 0.5f) / 32.0f;
+  x[4 * k] = 127.0f / 32.0f;
+  std::vector<BlockQ8Act> serial(static_cast<size_t>(m * k / 32)), threaded(serial.size());
+  LlmInt8Outliers serial_outliers, threaded_outliers;
+  quantize_rows_llm_int8(x.data(), m, k, serial.data(), serial_outliers, nullptr, Isa::kScalar);
+  ThreadPool pool(3);
+  std::vector<std::pair<ThreadPool*, Isa>> runs = {{&pool, Isa::kScalar}};
+  if (isa_supported(Isa::kAvx2)) {  // eight at a time (llm_int8_avx2.h), alone and threaded
+    runs.push_back({nullptr, Isa::kAvx2});
+    runs.push_back({&pool, Isa::kAvx2});
+    runs.push_back({&pool, Isa::kAvx2});  // again: the per-row lists reused
+  }
+  for (const auto& [threads, isa] : runs) {
+    SCOPED_TRACE(::testing::Message()
+                 << "isa " << static_cast<int>(isa) << " pool " << (threads != nullptr));
+    quantize_rows_llm_int8(x.data(), m, k, threaded.data(), threaded_outliers, threads, isa);
+    EXPECT_EQ(threaded_outliers.begin, serial_outliers.begin);
+    EXPECT_EQ(threaded_outliers.column, serial_outliers.column);
+    EXPECT_EQ(std::memcmp(threaded_outliers.value.data(), serial_outliers.value.data(),
+                          serial_outliers.value.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(std::memcmp(threaded.data(), serial.data(), serial.size() * sizeof(BlockQ8Act)), 0);
+  }
+  EXPECT_GT(serial_outliers.column.size(), 20u);  // normal(0, 2.5): ~1.6% past 6
+  EXPECT_EQ(serial[4 * k / 32].qs[1], 2);         // 1.5 -> 2
+  EXPECT_EQ(serial[4 * k / 32].qs[2], 2);         // 2.5 -> 2
+  // And each quantized value is nearbyint(a * factor) clamped, half to even.
+  int64_t checked = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    float absmax = 0.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      const float a = fp16_to_fp32(fp32_to_fp16(x[static_cast<size_t>(r * k + i)]));
+      if (!(std::fabs(a) >= 6.0f)) absmax = std::max(absmax, std::fabs(a));
+    }
+    const float factor = absmax == 0.0f ? 0.0f : (1.0f / absmax) * 127.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      const float a = fp16_to_fp32(fp32_to_fp16(x[static_cast<size_t>(r * k + i)]));
+      if (std::fabs(a) >= 6.0f || std::isnan(a)) continue;
+      const float q = std::clamp(std::nearbyint(a * factor), -127.0f, 127.0f);
+      EXPECT_EQ(serial[static_cast<size_t>(r * k / 32 + i / 32)].qs[i % 32],
+                static_cast<int8_t>(q));
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, m * k * 9 / 10);
 }
 
 TEST(LlmInt8, ValuesPastFp16OrNanStayInt8) {

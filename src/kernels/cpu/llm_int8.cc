@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/llm_int8_avx2.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -25,10 +26,52 @@ float factor(float absmax) { return absmax == 0.0f ? 0.0f : (1.0f / absmax) * 12
 
 // round(v * factor) half to even, as an int8 value (|v * factor| <= 127 once v <= absmax). A value
 // past fp16's range (inf) or NaN, which a hostile file or a diverging model can hold, gives the
-// clamp's bound or 0 rather than an out-of-range conversion.
+// clamp's bound or 0 rather than an out-of-range conversion. Clamped first, then rounded by adding
+// and taking away 1.5 * 2^23 (round to nearest even, the default mode, for |p| <= 2^22): the same
+// values as nearbyint then clamp (127 is an integer), without a libm call per activation.
 float quantized(float v, float factor) {
-  const float q = std::nearbyint(v * factor);
-  return std::isnan(q) ? 0.0f : std::clamp(q, -127.0f, 127.0f);
+  const float p = v * factor;
+  if (std::isnan(p)) return 0.0f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  return (std::clamp(p, -127.0f, 127.0f) + kRound) - kRound;
+}
+
+// Row r of quantize_rows_llm_int8: its outliers appended to `column` / `value`.
+void quantize_activation_row(const float* xr, int64_t k, BlockQ8Act* blocks,
+                             std::vector<int32_t>& column, std::vector<float>& value, bool avx2) {
+  // Per Linear call on the serving path: the row buffer is kept, not allocated each time.
+  thread_local std::vector<float> row_buffer;
+  row_buffer.resize(static_cast<size_t>(k));
+  float* row = row_buffer.data();  // not the thread_local's name in the loops: no TLS lookups
+  if (avx2) return quantize_activation_row_avx2(xr, k, blocks, column, value, row);
+  float absmax = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    const float a = through_fp16(xr[i]);
+    if (std::fabs(a) >= kLlmInt8Threshold) {
+      column.push_back(static_cast<int32_t>(i));
+      value.push_back(xr[i]);
+      row[i] = 0.0f;  // zeroed before the absmax, as bitsandbytes does
+    } else {
+      row[i] = a;
+      absmax = std::max(absmax, std::fabs(a));
+    }
+  }
+  const float f = factor(absmax);
+  // The integer dot times d is then acc * absmax * (bitsandbytes' constant for 1 / 127^2) * 127,
+  // and the product's scale absmax_w / 127 (ops::linear) makes it bitsandbytes' dequantized
+  // value acc * absmax_x * absmax_w * 6.200124e-05 (its CPU int8_mm_dequant's constant, 1.8e-5
+  // above 1 / 127^2 = 6.2000124e-05).
+  const float d = absmax * (6.200124e-05f * 127.0f);
+  for (int64_t b = 0; b < k / kQuantBlockSize; ++b) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < kQuantBlockSize; ++i) {
+      const auto q = static_cast<int32_t>(quantized(row[b * kQuantBlockSize + i], f));
+      blocks[b].qs[i] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    blocks[b].d = d;
+    blocks[b].s = d * static_cast<float>(sum);
+  }
 }
 
 }  // namespace
@@ -57,47 +100,43 @@ float quantize_row_llm_int8(const float* src, void* dst, int64_t k) {
 }
 
 void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq,
-                            LlmInt8Outliers& outliers) {
+                            LlmInt8Outliers& outliers, ThreadPool* pool, Isa isa) {
   LM_CHECK(k % kQuantBlockSize == 0);
+  const bool avx2 = isa >= Isa::kAvx2 && isa_supported(Isa::kAvx2) && llm_int8_avx2_built();
   outliers.begin.assign(1, 0);
   outliers.column.clear();
   outliers.value.clear();
-  // Per Linear call on the serving path: the row buffer is kept, not allocated each time.
-  thread_local std::vector<float> row;
-  row.resize(static_cast<size_t>(k));
+  const int64_t num_blocks = k / kQuantBlockSize;
+  if (pool == nullptr || m == 1) {
+    for (int64_t r = 0; r < m; ++r) {
+      quantize_activation_row(x + r * k, k, xq + r * num_blocks, outliers.column, outliers.value,
+                              avx2);
+      outliers.begin.push_back(static_cast<int64_t>(outliers.column.size()));
+    }
+    return;
+  }
+  // Each row's outliers in a list of its own (kept across calls: this caller's), joined in row
+  // order after. A prompt's rows were quantized on one thread, a quarter of its LLM.int8 prefill.
+  struct RowOutliers {
+    std::vector<int32_t> column;
+    std::vector<float> value;
+  };
+  thread_local std::vector<RowOutliers> callers_rows;
+  std::vector<RowOutliers>& rows = callers_rows;  // the pool's threads see the caller's
+  if (static_cast<int64_t>(rows.size()) < m) rows.resize(static_cast<size_t>(m));
+  pool->parallel_for(m, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      RowOutliers& o = rows[static_cast<size_t>(r)];
+      o.column.clear();
+      o.value.clear();
+      quantize_activation_row(x + r * k, k, xq + r * num_blocks, o.column, o.value, avx2);
+    }
+  });
   for (int64_t r = 0; r < m; ++r) {
-    const float* xr = x + r * k;
-    float absmax = 0.0f;
-    for (int64_t i = 0; i < k; ++i) {
-      const float a = through_fp16(xr[i]);
-      if (std::fabs(a) >= kLlmInt8Threshold) {
-        outliers.column.push_back(static_cast<int32_t>(i));
-        outliers.value.push_back(xr[i]);
-        row[static_cast<size_t>(i)] = 0.0f;  // zeroed before the absmax, as bitsandbytes does
-      } else {
-        row[static_cast<size_t>(i)] = a;
-        absmax = std::max(absmax, std::fabs(a));
-      }
-    }
+    const RowOutliers& o = rows[static_cast<size_t>(r)];
+    outliers.column.insert(outliers.column.end(), o.column.begin(), o.column.end());
+    outliers.value.insert(outliers.value.end(), o.value.begin(), o.value.end());
     outliers.begin.push_back(static_cast<int64_t>(outliers.column.size()));
-    const float f = factor(absmax);
-    // The integer dot times d is then acc * absmax * (bitsandbytes' constant for 1 / 127^2) * 127,
-    // and the product's scale absmax_w / 127 (ops::linear) makes it bitsandbytes' dequantized
-    // value acc * absmax_x * absmax_w * 6.200124e-05 (its CPU int8_mm_dequant's constant, 1.8e-5
-    // above 1 / 127^2 = 6.2000124e-05).
-    const float d = absmax * (6.200124e-05f * 127.0f);
-    BlockQ8Act* blocks = xq + r * (k / kQuantBlockSize);
-    for (int64_t b = 0; b < k / kQuantBlockSize; ++b) {
-      int32_t sum = 0;
-      for (int64_t i = 0; i < kQuantBlockSize; ++i) {
-        const auto q =
-            static_cast<int32_t>(quantized(row[static_cast<size_t>(b * kQuantBlockSize + i)], f));
-        blocks[b].qs[i] = static_cast<int8_t>(q);
-        sum += q;
-      }
-      blocks[b].d = d;
-      blocks[b].s = d * static_cast<float>(sum);
-    }
   }
 }
 

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "kernels/cpu/int8_dot.h"
+#include "kernels/cpu/isa.h"
 
 namespace lm::kernels {
 
@@ -34,9 +36,12 @@ struct LlmInt8Outliers {
 // into xq (m rows of k / 32 blocks, int8_dot.h; an outlier's place holds 0) whose scale d makes
 // the integer dot with LLM.int8 weight rows, times their absmax / 127, what bitsandbytes computes.
 // Per token where bitsandbytes takes a column as an outlier in every row of a call once any row
-// has one there: the same for one row, and a token's output does not depend on its batch.
+// has one there: the same for one row, and a token's output does not depend on its batch. With
+// `pool`, the rows are split over its threads (the same bits and lists: each row is its own);
+// `isa` avx2 and up runs eight values at a time (llm_int8_avx2.h, the same bits).
 void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq,
-                            LlmInt8Outliers& outliers);
+                            LlmInt8Outliers& outliers, ThreadPool* pool = nullptr,
+                            Isa isa = best_isa());
 
 // y[r, j] += sum over row r's outliers (c, v) of v * q[j, c], for output columns j in [j0, j1)
 // of y [m, n]: w holds the LLM.int8 weight rows (Q8_0 blocks of scale 1), row j at
