@@ -250,6 +250,10 @@ void LlamaModel::prepare_cpu_weights() {
     if ((!tied || rows) && !in_converted(&source) && !in_buffer(source, quantized_weights_))
       drop_file_pages(source);
     if (tied && rows) weights_.embed_tokens = *linears[i];
+    if (const float* absmax = linears[i]->int8_row_absmax; absmax != nullptr) {
+      linears[i]->int8_row_absmax =
+          int8_row_absmax_.emplace_back(absmax, absmax + linears[i]->dim(0)).data();
+    }
     if (linears[i]->layout == WeightLayout::kInterleaved8) ++num_interleaved_;
     if (linears[i]->layout == WeightLayout::kPanels16 ||
         linears[i]->layout == WeightLayout::kBf16Pairs)

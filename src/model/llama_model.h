@@ -101,6 +101,9 @@ class LlamaModel {
   Buffer prepared_weights_;   // the arena of interleaved, panel and row copies weights_ points into
   Buffer fp8_weights_;        // an FP8 checkpoint's Linears in FP8 panels
   std::deque<Fp8Scales> fp8_scales_;  // their scales (stable addresses: tensors point at them)
+  // LLM.int8 matrices' row absmax, copied out of quantized_weights_ when the matrix is copied
+  // into the prepared arena (that arena is then freed); tensors point at them.
+  std::deque<std::vector<float>> int8_row_absmax_;
   int64_t num_interleaved_ = 0;
   int64_t num_panelled_ = 0;
   Workspace ws_;

@@ -26,9 +26,16 @@ bool pairs_pay(kernels::RowFormat format, const Tensor& w) {
 }  // namespace
 
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
-  // LLM.int8 weights are read as rows, and lie in the arena --quantize wrote them to.
-  if (!cpu_rows(w) || w.int8_row_absmax != nullptr) return CpuWeightPlan::kKeep;
+  if (!cpu_rows(w)) return CpuWeightPlan::kKeep;
   const auto format = row_format(w.dtype);
+  // LLM.int8 weights (Q8_0 rows of scale 1 and a row absmax) run on the interleaved int8 GEMM
+  // with their own activation quantization (ops::linear); where they cannot be interleaved they
+  // are read as rows where they lie (the arena --quantize wrote them to).
+  if (w.int8_row_absmax != nullptr) {
+    return kernels::has_interleaved_matmul() && kernels::can_interleave(*format, w.dim(0), w.dim(1))
+               ? CpuWeightPlan::kInterleave
+               : CpuWeightPlan::kKeep;
+  }
   if (format && kernels::has_interleaved_matmul() &&
       kernels::can_interleave(*format, w.dim(0), w.dim(1)))
     return CpuWeightPlan::kInterleave;

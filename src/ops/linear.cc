@@ -87,7 +87,9 @@ Tensor ordered_input(const Tensor& x, const Tensor& w, std::vector<float>& stora
 // dequantization) before the bias.
 void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor& y,
                      ThreadPool& pool) {
-  LM_CHECK(w.dtype == DType::kQ8_0 && w.layout == WeightLayout::kRows && w.column_order == nullptr);
+  const bool interleaved = w.layout == WeightLayout::kInterleaved8;
+  LM_CHECK(w.dtype == DType::kQ8_0 && (interleaved || w.layout == WeightLayout::kRows) &&
+           w.column_order == nullptr);
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
   thread_local std::vector<kernels::BlockQ8Act> xq;
   thread_local kernels::LlmInt8Outliers this_threads_outliers;
@@ -96,16 +98,22 @@ void linear_llm_int8(const Tensor& x, const Tensor& w, const float* bias, Tensor
   xq.resize(static_cast<size_t>(m * k / kernels::kQuantBlockSize));
   kernels::quantize_rows_llm_int8(x.as<float>(), m, k, xq.data(), outliers, &pool);
   float* out = y.as<float>();
-  kernels::matmul_q8_act(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), xq.data(), out, m, n, k,
-                         pool);
+  if (interleaved) {  // the interleaved int8 GEMM, as Q8_0 weights prepared for the CPU
+    thread_local kernels::InterleavedInput input;
+    input.prepare_quantized(xq.data(), m, k, pool);
+    kernels::matmul_interleaved(kernels::RowFormat::kQ8_0, w.data, input, out, n, pool);
+  } else {
+    kernels::matmul_q8_act(kernels::RowFormat::kQ8_0, w.data, w.row_bytes(), xq.data(), out, m, n,
+                           k, pool);
+  }
   pool.parallel_for(n, [&](int64_t j0, int64_t j1) {
-    kernels::add_llm_int8_outliers(outliers, w.data, w.row_bytes(), out, m, n, j0, j1);
-    for (int64_t r = 0; r < m; ++r) {
-      for (int64_t j = j0; j < j1; ++j) {
-        float& v = out[r * n + j];
-        v *= w.int8_row_absmax[j] * (1.0f / 127.0f);
-        if (bias != nullptr) v += bias[j];
-      }
+    kernels::add_llm_int8_outliers(outliers, w.data, interleaved, k, out, m, n, j0, j1);
+    const float* absmax = w.int8_row_absmax;
+    for (int64_t r = 0; r < m; ++r) {  // the branch out of the loops, which then vectorize
+      float* yr = out + r * n;
+      for (int64_t j = j0; j < j1; ++j) yr[j] *= absmax[j] * (1.0f / 127.0f);
+      if (bias != nullptr)
+        for (int64_t j = j0; j < j1; ++j) yr[j] += bias[j];
     }
   });
 }
@@ -165,7 +173,7 @@ void linear_shared_input(const Tensor& x, std::initializer_list<LinearOutput> ou
   bool all_interleaved = true;
   for (const LinearOutput& o : outputs) {
     all_interleaved = all_interleaved && o.w->layout == WeightLayout::kInterleaved8 &&
-                      o.w->column_order == nullptr;
+                      o.w->column_order == nullptr && o.w->int8_row_absmax == nullptr;
   }
   if (!all_interleaved) {
     for (const LinearOutput& o : outputs) linear(x, *o.w, o.bias, *o.y, pool, quantize_activations);

@@ -18,6 +18,7 @@
 
 #include "base/fp16.h"
 #include "base/thread_pool.h"
+#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/llm_int8.h"
 #include "kernels/cpu/quant_blocks.h"
@@ -199,23 +200,28 @@ TEST(LlmInt8, ARowOfOnlyOutliersHasNoIntegerPart) {
 }
 
 TEST(LlmInt8, OutliersMultiplyTheirWeightColumns) {
-  const int64_t n = 3, k = 64;
+  const int64_t n = 16, k = 64;
   std::vector<float> w(static_cast<size_t>(n * k));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 251) - 120);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i % 241) - 120);
   for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(j * k + 10)] = 127.0f;
   const int64_t bytes = row_bytes(RowFormat::kQ8_0, k);
-  std::vector<uint8_t> rows(static_cast<size_t>(n * bytes));
+  std::vector<uint8_t> rows(static_cast<size_t>(n * bytes)), interleaved(rows.size());
   for (int64_t j = 0; j < n; ++j)  // absmax 127: q = w
     ASSERT_EQ(quantize_row_llm_int8(w.data() + j * k, rows.data() + j * bytes, k), 127.0f);
+  interleave_rows(RowFormat::kQ8_0, rows.data(), bytes, n, k, interleaved.data());
   LlmInt8Outliers outliers{{0, 2, 2, 3}, {5, 40, 63}, {7.0f, -6.5f, 10.0f}};
-  std::vector<float> y(static_cast<size_t>(3 * n), 1.0f);
-  add_llm_int8_outliers(outliers, rows.data(), bytes, y.data(), 3, n, 1, n);
-  for (int64_t j = 0; j < n; ++j) {
-    const auto at = [&](int64_t c) { return w[static_cast<size_t>(j * k + c)]; };
-    const float skipped = 1.0f;  // output 0 is outside [1, n)
-    EXPECT_EQ(y[static_cast<size_t>(j)], j == 0 ? skipped : 1.0f + 7.0f * at(5) - 6.5f * at(40));
-    EXPECT_EQ(y[static_cast<size_t>(n + j)], 1.0f);  // row 1: no outliers
-    EXPECT_EQ(y[static_cast<size_t>(2 * n + j)], j == 0 ? skipped : 1.0f + 10.0f * at(63));
+  for (const bool in_groups : {false, true}) {  // the weights in rows, then interleaved
+    SCOPED_TRACE(in_groups ? "interleaved" : "rows");
+    std::vector<float> y(static_cast<size_t>(3 * n), 1.0f);
+    add_llm_int8_outliers(outliers, in_groups ? interleaved.data() : rows.data(), in_groups, k,
+                          y.data(), 3, n, 1, n);
+    for (int64_t j = 0; j < n; ++j) {
+      const auto at = [&](int64_t c) { return w[static_cast<size_t>(j * k + c)]; };
+      const float skipped = 1.0f;  // output 0 is outside [1, n)
+      EXPECT_EQ(y[static_cast<size_t>(j)], j == 0 ? skipped : 1.0f + 7.0f * at(5) - 6.5f * at(40));
+      EXPECT_EQ(y[static_cast<size_t>(n + j)], 1.0f);  // row 1: no outliers
+      EXPECT_EQ(y[static_cast<size_t>(2 * n + j)], j == 0 ? skipped : 1.0f + 10.0f * at(63));
+    }
   }
 }
 

@@ -17,7 +17,9 @@
 #include "engine/run_to_completion.h"
 #include "kernels/cpu/eetq.h"
 #include "kernels/cpu/fp8_quantize.h"
+#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/llm_int8.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 #include "model/llama_model.h"
@@ -408,19 +410,28 @@ TEST(LoadOptions, LlmInt8AtLoadComputesWhatBitsandbytesComputes) {
   ThreadPool pool(2);
   EXPECT_EQ((*model)->quantize_float_weights(DType::kQ8_0, pool, ops::RowQuantizer::kLlmInt8),
             30 * 7);
-  (*model)->set_int8_activations(true);  // LLM.int8 weights are read as rows either way
+  // Prepared for the CPU: interleaved for the int8 GEMM where this machine has it (the arena
+  // --quantize wrote them to is freed, their absmax kept by the model), else read as rows.
+  (*model)->set_int8_activations(true);
   const Tensor& gate = (*model)->weights().layers[5].gate_proj;
   ASSERT_EQ(gate.dtype, DType::kQ8_0);
-  ASSERT_EQ(gate.layout, WeightLayout::kRows);
+  const bool interleaved = kernels::has_interleaved_matmul();
+  ASSERT_EQ(gate.layout, interleaved ? WeightLayout::kInterleaved8 : WeightLayout::kRows);
   ASSERT_NE(gate.int8_row_absmax, nullptr);
-  EXPECT_EQ((*model)->num_interleaved_weights(), 0);
+  EXPECT_EQ((*model)->num_interleaved_weights(), interleaved ? 30 * 7 : 0);
   const int64_t cols = f32.dim(1);
   std::vector<uint8_t> expected(static_cast<size_t>(gate.row_bytes()));
+  std::vector<uint8_t> row(expected.size());
   for (int64_t r = 0; r < f32.dim(0); r += 61) {
     const float absmax =
         kernels::quantize_row_llm_int8(f32.as<float>() + r * cols, expected.data(), cols);
-    const auto* row = static_cast<const uint8_t*>(gate.data) + r * gate.row_bytes();
-    ASSERT_EQ(0, std::memcmp(expected.data(), row, expected.size())) << "row " << r;
+    if (interleaved) {
+      kernels::deinterleave_row(kernels::RowFormat::kQ8_0, gate.data, r, cols, row.data());
+    } else {
+      std::memcpy(row.data(), static_cast<const uint8_t*>(gate.data) + r * gate.row_bytes(),
+                  row.size());
+    }
+    ASSERT_EQ(0, std::memcmp(expected.data(), row.data(), expected.size())) << "row " << r;
     ASSERT_EQ(gate.int8_row_absmax[r], absmax) << "row " << r;
   }
   const Json fixture = read_json(kFixtures / "smollm2-bnb-int8.json");

@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/llm_int8_avx2.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
@@ -19,6 +20,10 @@ namespace lm::kernels {
 namespace {
 
 float through_fp16(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
+
+// add_llm_int8_outliers gathers the weight columns of at most this many distinct outlier columns
+// (a model has a handful; a diverging one could have them everywhere).
+constexpr size_t kMaxGatheredColumns = 256;
 
 // bitsandbytes' `127.0 / absmax`: torch's scalar-over-tensor division is reciprocal(absmax) * 127,
 // which is not always 127 / absmax rounded (a tie at .5 turns on it). 0 for an all-zero row.
@@ -140,24 +145,70 @@ void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq
   }
 }
 
-void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, int64_t w_row_bytes,
-                           float* y, int64_t m, int64_t n, int64_t j0, int64_t j1) {
+void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, bool interleaved,
+                           int64_t k, float* y, int64_t m, int64_t n, int64_t j0, int64_t j1) {
   const auto* base = static_cast<const uint8_t*>(w);
+  const int64_t w_row_bytes = k / kQuantBlockSize * quant::kQ8_0Bytes;
+  // Value c of row j: in rows, byte 2 + c % 32 of the row's block c / 32; interleaved, the same
+  // block of the row's group of 8 holds the 8 rows' scales (16 bytes) and then, per word of 8
+  // values, the 8 rows' words in turn (interleaved_rows.h).
+  const auto q_at = [&](int64_t j, int32_t c) {
+    const int64_t b = c / kQuantBlockSize, i = c % kQuantBlockSize;
+    if (!interleaved)
+      return static_cast<int8_t>(base[j * w_row_bytes + b * quant::kQ8_0Bytes + 2 + i]);
+    const int64_t group = j / kInterleavedRows, r = j % kInterleavedRows;
+    return static_cast<int8_t>(
+        base[group * kInterleavedRows * w_row_bytes + b * kInterleavedRows * quant::kQ8_0Bytes +
+             2 * kInterleavedRows + ((i / 8) * kInterleavedRows + r) * 8 + i % 8]);
+  };
+  if (outliers.column.empty() || j1 <= j0) return;
+  // A model's outliers sit in a few columns, the same token after token: each of those columns
+  // of the weight is gathered once per call (one scattered read a weight row), then every row's
+  // outlier terms run along contiguous columns. Each output's terms are summed in the row's
+  // order, then added: the same bits as one sum per output.
+  thread_local std::vector<int32_t> columns_buffer;
+  thread_local std::vector<float> gathered_buffer, sum_buffer;
+  std::vector<int32_t>& columns = columns_buffer;
+  columns.assign(outliers.column.begin(), outliers.column.end());
+  std::sort(columns.begin(), columns.end());
+  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  const int64_t width = j1 - j0;
+  if (columns.size() > kMaxGatheredColumns) {  // outliers everywhere: no gather, no big buffer
+    for (int64_t r = 0; r < m; ++r) {
+      const auto first = static_cast<size_t>(outliers.begin[static_cast<size_t>(r)]);
+      const auto last = static_cast<size_t>(outliers.begin[static_cast<size_t>(r) + 1]);
+      if (first == last) continue;
+      for (int64_t j = j0; j < j1; ++j) {
+        float sum = 0.0f;
+        for (size_t o = first; o < last; ++o)
+          sum += outliers.value[o] * static_cast<float>(q_at(j, outliers.column[o]));
+        y[r * n + j] += sum;
+      }
+    }
+    return;
+  }
+  std::vector<float>& gathered = gathered_buffer;  // [columns][width], the int8 values as floats
+  gathered.resize(columns.size() * static_cast<size_t>(width));
+  for (size_t c = 0; c < columns.size(); ++c)
+    for (int64_t j = j0; j < j1; ++j)
+      gathered[c * static_cast<size_t>(width) + static_cast<size_t>(j - j0)] =
+          static_cast<float>(q_at(j, columns[c]));
+  std::vector<float>& sum = sum_buffer;
+  sum.resize(static_cast<size_t>(width));
   for (int64_t r = 0; r < m; ++r) {
     const auto first = static_cast<size_t>(outliers.begin[static_cast<size_t>(r)]);
     const auto last = static_cast<size_t>(outliers.begin[static_cast<size_t>(r) + 1]);
     if (first == last) continue;
-    for (int64_t j = j0; j < j1; ++j) {
-      const uint8_t* wr = base + j * w_row_bytes;
-      float sum = 0.0f;
-      for (size_t o = first; o < last; ++o) {
-        const int32_t c = outliers.column[o];
-        const auto q = static_cast<int8_t>(
-            wr[(c / kQuantBlockSize) * quant::kQ8_0Bytes + 2 + c % kQuantBlockSize]);
-        sum += outliers.value[o] * static_cast<float>(q);
-      }
-      y[r * n + j] += sum;
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (size_t o = first; o < last; ++o) {
+      const auto c = static_cast<size_t>(
+          std::lower_bound(columns.begin(), columns.end(), outliers.column[o]) - columns.begin());
+      const float v = outliers.value[o];
+      const float* g = gathered.data() + c * static_cast<size_t>(width);
+      for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += v * g[j];
     }
+    float* yr = y + r * n + j0;
+    for (int64_t j = 0; j < width; ++j) yr[j] += sum[static_cast<size_t>(j)];
   }
 }
 

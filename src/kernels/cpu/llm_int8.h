@@ -44,9 +44,9 @@ void quantize_rows_llm_int8(const float* x, int64_t m, int64_t k, BlockQ8Act* xq
                             Isa isa = best_isa());
 
 // y[r, j] += sum over row r's outliers (c, v) of v * q[j, c], for output columns j in [j0, j1)
-// of y [m, n]: w holds the LLM.int8 weight rows (Q8_0 blocks of scale 1), row j at
-// w + j * w_row_bytes.
-void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, int64_t w_row_bytes,
-                           float* y, int64_t m, int64_t n, int64_t j0, int64_t j1);
+// of y [m, n]: w holds the n LLM.int8 weight rows of k values (Q8_0 blocks of scale 1), in rows
+// or interleaved (interleaved_rows.h).
+void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, bool interleaved,
+                           int64_t k, float* y, int64_t m, int64_t n, int64_t j0, int64_t j1);
 
 }  // namespace lm::kernels

@@ -241,8 +241,13 @@ bool has_interleaved_matmul(Isa isa) {
 
 void InterleavedInput::prepare(const float* x, int64_t m, int64_t k, ThreadPool& pool, Isa isa) {
   LM_CHECK(m >= 0 && k % kQuantBlockSize == 0 && has_interleaved_matmul(isa));
+  prepare_quantized(quantize_rows(x, m, k, pool, isa_kernels(isa)), m, k, pool, isa);
+}
+
+void InterleavedInput::prepare_quantized(const BlockQ8Act* xq, int64_t m, int64_t k,
+                                         ThreadPool& pool, Isa isa) {
+  LM_CHECK(m >= 0 && k % kQuantBlockSize == 0 && has_interleaved_matmul(isa));
   const IsaKernels& kernels = isa_kernels(isa);
-  const BlockQ8Act* xq = quantize_rows(x, m, k, pool, kernels);
   const int64_t num_blocks = k / kQuantBlockSize;
   const int64_t prepared_row_bytes = int8_interleaved_row_bytes(k);
   lines_.resize(static_cast<size_t>(m * prepared_row_bytes / 64));

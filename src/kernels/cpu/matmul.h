@@ -63,6 +63,10 @@ class InterleavedInput {
  public:
   // x: [m, k] fp32 (k a multiple of 32). Requires has_interleaved_matmul(isa).
   void prepare(const float* x, int64_t m, int64_t k, ThreadPool& pool, Isa isa = best_isa());
+  // The same from rows already quantized (m rows of k / 32 int8 blocks, int8_dot.h), for a
+  // caller that quantizes them its own way (LLM.int8, llm_int8.h).
+  void prepare_quantized(const BlockQ8Act* xq, int64_t m, int64_t k, ThreadPool& pool,
+                         Isa isa = best_isa());
   int64_t rows() const { return m_; }
   int64_t k() const { return k_; }
   const void* data() const { return lines_.data(); }
