@@ -1,7 +1,11 @@
 #include "loader/quantized_checkpoint.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <optional>
 #include <regex>
+#include <thread>
 
 #include "base/thread_pool.h"
 #include "loader/fp8_linear.h"
@@ -133,6 +137,28 @@ Result<ModuleRepack> repack_module(const QuantizationConfig& q, const std::strin
   return out;
 }
 
+// Threads for the repack: one per hardware thread, at most kMaxRepackThreads, and no more than
+// fit an eighth of the memory available now, each holding up to 4 bytes a weight of the largest
+// module while it works (its integers as int16, an act-order copy of them): a 70B's largest module
+// is 235M weights, ~0.9 GB a thread.
+int repack_threads(const std::vector<std::string>& modules,
+                   const std::map<std::string, Tensor>& tensors) {
+  constexpr int kMaxRepackThreads = 8;
+  int64_t largest = 0;  // bytes of the largest module's biggest tensor, >= its weights / 2
+  for (const std::string& module : modules) {
+    for (const char* suffix : {".qweight", ".weight_packed", ".weight"}) {
+      auto it = tensors.find(module + suffix);
+      if (it != tensors.end()) largest = std::max(largest, it->second.numel() * 4);
+    }
+  }
+  const int64_t per_thread = std::max<int64_t>(1, largest * 2 * 4);  // weights <= 2 / byte
+  const int64_t available = static_cast<int64_t>(::sysconf(_SC_AVPHYS_PAGES)) *
+                            static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+  const auto hardware = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t fit = available > 0 ? available / 8 / per_thread : 1;
+  return static_cast<int>(std::clamp<int64_t>(std::min(hardware, fit), 1, kMaxRepackThreads));
+}
+
 }  // namespace
 
 Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
@@ -155,11 +181,11 @@ Result<RepackSummary> repack_quantized_linears(const QuantizationConfig& q,
                  ", but no tensor is stored quantized (no " + expected + ")"};
   }
   // Modules are independent: each reads only its own tensors, and `tensors` is not changed until
-  // all are repacked, so they run on every hardware thread (unpacking a 7B checkpoint's packs one
+  // all are repacked, so they run on several threads (unpacking a 7B checkpoint's packs one
   // module after another took most of its load). The first error in module order is the one
   // reported, as when they ran in order.
   std::vector<std::optional<Result<ModuleRepack>>> results(modules.size());
-  ThreadPool pool;
+  ThreadPool pool(repack_threads(modules, tensors));
   pool.parallel_for(static_cast<int64_t>(modules.size()), [&](int64_t begin, int64_t end) {
     std::vector<int16_t> scratch;
     for (int64_t i = begin; i < end; ++i) {

@@ -21,8 +21,9 @@ namespace lm::ops {
 
 enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16, kBf16Pairs };
 
-// kKeep for an LLM.int8 weight (tensor.h). kInterleave when this CPU has the interleaved int8 GEMM
-// and w (a 2-D CPU weight in rows) has an interleaved layout (kernels::can_interleave); else, when
+// kInterleave when this CPU has the interleaved int8 GEMM and w (a 2-D CPU weight in rows) has an
+// interleaved layout (kernels::can_interleave); for an LLM.int8 weight (tensor.h) else kKeep; else,
+// when
 // copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
 // size), kBf16Pairs for BF16 rows in whole pair panels where the CPU has bf16 pair dots
 // (kernels::has_bf16_pair_matmul, kernels::can_bf16_pairs), kPanels16 for other F16/BF16 rows in
