@@ -28,18 +28,13 @@ bool pairs_pay(kernels::RowFormat format, const Tensor& w) {
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows) {
   if (!cpu_rows(w)) return CpuWeightPlan::kKeep;
   const auto format = row_format(w.dtype);
-  // LLM.int8 weights (Q8_0 rows of scale 1 and a row absmax) run on the interleaved int8 GEMM
-  // with their own activation quantization (ops::linear); where they cannot be interleaved they
-  // are read as rows where they lie (the arena --quantize wrote them to).
-  if (w.int8_row_absmax != nullptr) {
-    return kernels::has_interleaved_matmul() && kernels::can_interleave(*format, w.dim(0), w.dim(1))
-               ? CpuWeightPlan::kInterleave
-               : CpuWeightPlan::kKeep;
-  }
+  // LLM.int8 weights (Q8_0 rows of scale 1 and a row absmax) are interleaved like any Q8_0 and
+  // run with their own activation quantization (ops::linear).
   if (format && kernels::has_interleaved_matmul() &&
       kernels::can_interleave(*format, w.dim(0), w.dim(1)))
     return CpuWeightPlan::kInterleave;
-  if (!copy_rows || !format) return CpuWeightPlan::kKeep;
+  // Other LLM.int8 weights are read as rows where they lie (the arena --quantize wrote them to).
+  if (!copy_rows || !format || w.int8_row_absmax != nullptr) return CpuWeightPlan::kKeep;
   if (pairs_pay(*format, w)) return CpuWeightPlan::kBf16Pairs;
   return kernels::can_panel16(*format, w.dim(0), w.dim(1)) ? CpuWeightPlan::kPanels16
                                                            : CpuWeightPlan::kCopyRows;

@@ -22,10 +22,9 @@ namespace lm::ops {
 enum class CpuWeightPlan : uint8_t { kKeep, kInterleave, kCopyRows, kPanels16, kBf16Pairs };
 
 // kInterleave when this CPU has the interleaved int8 GEMM and w (a 2-D CPU weight in rows) has an
-// interleaved layout (kernels::can_interleave); for an LLM.int8 weight (tensor.h) else kKeep; else,
-// when
-// copy_rows (the caller can hand the source's pages back, so a copy does not add to the resident
-// size), kBf16Pairs for BF16 rows in whole pair panels where the CPU has bf16 pair dots
+// interleaved layout (kernels::can_interleave); else kKeep for an LLM.int8 weight (tensor.h); else,
+// when copy_rows (the caller can hand the source's pages back, so a copy does not add to the
+// resident size), kBf16Pairs for BF16 rows in whole pair panels where the CPU has bf16 pair dots
 // (kernels::has_bf16_pair_matmul, kernels::can_bf16_pairs), kPanels16 for other F16/BF16 rows in
 // whole panels (kernels::can_panel16) and kCopyRows for other 2-D CPU weights in rows; else kKeep.
 CpuWeightPlan plan_cpu_weight(const Tensor& w, bool copy_rows);

@@ -21,9 +21,9 @@ namespace {
 
 float through_fp16(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
 
-// add_llm_int8_outliers gathers the weight columns of at most this many distinct outlier columns
-// (a model has a handful; a diverging one could have them everywhere).
-constexpr size_t kMaxGatheredColumns = 256;
+// How many weight values add_llm_int8_outliers gathers at once (columns with outliers x outputs):
+// 256 KiB of floats, whether a model has a handful of outlier columns or, diverging, thousands.
+constexpr int64_t kGatheredValues = 64 * 1024;
 
 // bitsandbytes' `127.0 / absmax`: torch's scalar-over-tensor division is reciprocal(absmax) * 127,
 // which is not always 127 / absmax rounded (a tie at .5 turns on it). 0 for an all-zero row.
@@ -164,51 +164,42 @@ void add_llm_int8_outliers(const LlmInt8Outliers& outliers, const void* w, bool 
   if (outliers.column.empty() || j1 <= j0) return;
   // A model's outliers sit in a few columns, the same token after token: each of those columns
   // of the weight is gathered once per call (one scattered read a weight row), then every row's
-  // outlier terms run along contiguous columns. Each output's terms are summed in the row's
-  // order, then added: the same bits as one sum per output.
+  // outlier terms run along contiguous outputs. Each output's terms are summed in the row's
+  // order, then added: the same bits as one sum per output. The outputs go in chunks that keep
+  // the gathered values within kGatheredValues however many columns have outliers.
   thread_local std::vector<int32_t> columns_buffer;
   thread_local std::vector<float> gathered_buffer, sum_buffer;
   std::vector<int32_t>& columns = columns_buffer;
   columns.assign(outliers.column.begin(), outliers.column.end());
   std::sort(columns.begin(), columns.end());
   columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
-  const int64_t width = j1 - j0;
-  if (columns.size() > kMaxGatheredColumns) {  // outliers everywhere: no gather, no big buffer
+  const auto num_columns = static_cast<int64_t>(columns.size());
+  const int64_t chunk = std::max<int64_t>(1, kGatheredValues / num_columns);
+  std::vector<float>& gathered = gathered_buffer;  // [columns][width], the int8 values as floats
+  std::vector<float>& sum = sum_buffer;
+  for (int64_t c0 = j0; c0 < j1; c0 += chunk) {
+    const int64_t c1 = std::min(j1, c0 + chunk), width = c1 - c0;
+    gathered.resize(static_cast<size_t>(num_columns * width));
+    for (int64_t c = 0; c < num_columns; ++c)
+      for (int64_t j = c0; j < c1; ++j)
+        gathered[static_cast<size_t>(c * width + j - c0)] =
+            static_cast<float>(q_at(j, columns[static_cast<size_t>(c)]));
+    sum.resize(static_cast<size_t>(width));
     for (int64_t r = 0; r < m; ++r) {
       const auto first = static_cast<size_t>(outliers.begin[static_cast<size_t>(r)]);
       const auto last = static_cast<size_t>(outliers.begin[static_cast<size_t>(r) + 1]);
       if (first == last) continue;
-      for (int64_t j = j0; j < j1; ++j) {
-        float sum = 0.0f;
-        for (size_t o = first; o < last; ++o)
-          sum += outliers.value[o] * static_cast<float>(q_at(j, outliers.column[o]));
-        y[r * n + j] += sum;
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (size_t o = first; o < last; ++o) {
+        const int64_t c =
+            std::lower_bound(columns.begin(), columns.end(), outliers.column[o]) - columns.begin();
+        const float v = outliers.value[o];
+        const float* g = gathered.data() + c * width;
+        for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += v * g[j];
       }
+      float* yr = y + r * n + c0;
+      for (int64_t j = 0; j < width; ++j) yr[j] += sum[static_cast<size_t>(j)];
     }
-    return;
-  }
-  std::vector<float>& gathered = gathered_buffer;  // [columns][width], the int8 values as floats
-  gathered.resize(columns.size() * static_cast<size_t>(width));
-  for (size_t c = 0; c < columns.size(); ++c)
-    for (int64_t j = j0; j < j1; ++j)
-      gathered[c * static_cast<size_t>(width) + static_cast<size_t>(j - j0)] =
-          static_cast<float>(q_at(j, columns[c]));
-  std::vector<float>& sum = sum_buffer;
-  sum.resize(static_cast<size_t>(width));
-  for (int64_t r = 0; r < m; ++r) {
-    const auto first = static_cast<size_t>(outliers.begin[static_cast<size_t>(r)]);
-    const auto last = static_cast<size_t>(outliers.begin[static_cast<size_t>(r) + 1]);
-    if (first == last) continue;
-    std::fill(sum.begin(), sum.end(), 0.0f);
-    for (size_t o = first; o < last; ++o) {
-      const auto c = static_cast<size_t>(
-          std::lower_bound(columns.begin(), columns.end(), outliers.column[o]) - columns.begin());
-      const float v = outliers.value[o];
-      const float* g = gathered.data() + c * static_cast<size_t>(width);
-      for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += v * g[j];
-    }
-    float* yr = y + r * n + j0;
-    for (int64_t j = 0; j < width; ++j) yr[j] += sum[static_cast<size_t>(j)];
   }
 }
 
