@@ -32,8 +32,13 @@ struct RepackedLinear {
   std::shared_ptr<const void> storage;
 };
 
-// The weight in the smallest GGML block format that holds every value exactly, which needs each
-// block of 32 columns inside one group and every scale exactly an fp16 (the blocks' d):
+// The weight in the smallest block format that holds every value exactly, which needs every
+// scale exactly an fp16 (the blocks' d) and each block inside one group:
+//   every block of 128 columns spanning at most 16 levels (4-bit with groups of 128, a multiple
+//   of it, or one per row: every GPTQ/AWQ/CT 4-bit checkpoint of those group sizes), rows a
+//   multiple of 8 (the int8 kernels read it interleaved)
+//                     -> Q4_Z128, d = s, z = the block's zero point, nibble = q + z (4.25 bits)
+// otherwise, with each block of 32 columns inside one group (groups of 32 or 64):
 //   q in [-8, 7]      -> Q4_0, d = s, nibble = q + 8       (GPTQ/AWQ/CT symmetric 4-bit)
 //   q in [-16, 15]    -> Q5_0, d = s, q5 = q + 16          (asymmetric 4-bit: q - z)
 //   q in [-128, 127]  -> Q8_0, d = s, qs = q               (symmetric 8-bit)

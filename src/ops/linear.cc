@@ -43,6 +43,8 @@ std::optional<kernels::RowFormat> row_format(DType dtype) {
       return kernels::RowFormat::kNF4;
     case DType::kFP4:
       return kernels::RowFormat::kFP4;
+    case DType::kQ4_Z128:
+      return kernels::RowFormat::kQ4_Z128;
     default:
       return std::nullopt;
   }

@@ -5,11 +5,25 @@
 #include <map>
 #include <utility>
 
+#include "kernels/cpu/q4_z128_blocks.h"
 #include "model/rope_frequencies.h"
 #include "ops/linear.h"
 
 namespace lm {
 namespace {
+
+// The arena's form of a stored format no device kernel reads: our Q4_Z128 re-encoded exactly
+// into GGML's blocks (Q4_0 where every value is a Q4_0 level, as symmetric GPTQ's are, else Q8_0:
+// never the 16 bits of F16), anything else dequantized to F16.
+kernels::RowFormat converted_format(kernels::RowFormat stored, const Tensor& w) {
+  if (stored != kernels::RowFormat::kQ4_Z128) return kernels::RowFormat::kF16;
+  const auto* rows = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = 0; r < w.dim(0); ++r) {
+    if (!kernels::q4_z128_fits_q4_0(rows + r * w.row_bytes(), w.dim(1)))
+      return kernels::RowFormat::kQ8_0;
+  }
+  return kernels::RowFormat::kQ4_0;
+}
 
 Error lacks(const ModelConfig& c, const std::string& what) {
   return Error{"--device cuda: the CUDA runner does not compute " + what +
@@ -45,7 +59,9 @@ class ArenaBuilder {
                           m.stored == kernels::RowFormat::kF16 ||
                           m.stored == kernels::RowFormat::kBF16;
     const bool keep = float_only ? is_float : device_reads_stored_format(m.stored);
-    m.device = keep ? m.stored : kernels::RowFormat::kF16;
+    m.device = keep         ? m.stored
+               : float_only ? kernels::RowFormat::kF16
+                            : converted_format(m.stored, w);
     m.rows = w.dim(0);
     m.cols = w.dim(1);
     const auto key = std::pair{w.data, static_cast<int>(m.device)};

@@ -1,9 +1,10 @@
 // How a model goes to a CUDA device: which of its features the CUDA runner computes (the first
 // it lacks is the start-up error), and where every weight lives in one device arena and in which
 // form -- kept in its stored format where a device kernel reads it (F32, F16, BF16 and GGML's
-// Q8_0 / Q4_0 / Q4_1, the formats kernels/cuda/dequant_gemv reads), converted to F16 at upload
-// otherwise (K-quants, Q5, the low-bit and bitsandbytes formats), and the embedding table in a
-// float format (the gather reads F32 / F16 / BF16). Host data only: tested on the CPU.
+// Q8_0 / Q4_0 / Q4_1, the formats kernels/cuda/dequant_gemv reads), our Q4_Z128 re-encoded
+// exactly into Q4_0 (where every value is a Q4_0 level) or Q8_0 at upload, converted to F16 at
+// upload otherwise (K-quants, Q5, the low-bit and bitsandbytes formats), and the embedding table
+// in a float format (the gather reads F32 / F16 / BF16). Host data only: tested on the CPU.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct DeviceMatrix {
   std::string name;                // "layers.3.q_proj", "embed_tokens", "lm_head"
   const Tensor* source = nullptr;  // the host weight (rows as loaded)
   kernels::RowFormat stored{};     // its format on the host
-  kernels::RowFormat device{};     // the arena's: `stored`, or kF16 when converted at upload
+  kernels::RowFormat device{};     // the arena's: `stored`, or what it is converted to at upload
+                                   // (kF16; Q4_0 / Q8_0 from Q4_Z128)
   int64_t rows = 0, cols = 0;      // [out_features, in_features]
   int64_t row_bytes = 0;           // of a device row
   int64_t offset = 0, bytes = 0;   // in the arena
@@ -62,7 +64,7 @@ struct DeviceWeightPlan {
   // The most elements of a matrix the batched GEMM reads after dequantizing it to F16 (every
   // device format but F16 and BF16): the size of that scratch.
   int64_t max_dequantized_elements = 0;
-  int64_t num_converted = 0;  // matrices converted to F16 at upload
+  int64_t num_converted = 0;  // matrices converted at upload
 
   // "34 matrices (12 Q4_1, 22 F16 converted from Q6_K), 1.21 GiB on the device".
   std::string summary() const;

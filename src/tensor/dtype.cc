@@ -13,7 +13,7 @@ const DTypeInfo& dtype_info(DType dtype) {
       {"Q4_K", 256, 144}, {"Q5_K", 256, 176}, {"Q6_K", 256, 210},   {"Q2_K", 256, 84},
       {"Q3_K", 256, 110}, {"IQ4_NL", 32, 18}, {"IQ4_XS", 256, 136}, {"I32", 1, 4},
       {"I8", 1, 1},       {"I64", 1, 8},      {"F8_E4M3", 1, 1},    {"F8_E5M2", 1, 1},
-      {"NF4", 64, 36},    {"FP4", 64, 36},
+      {"NF4", 64, 36},    {"FP4", 64, 36},    {"Q4_Z128", 128, 68},
   };
   const auto idx = static_cast<size_t>(dtype);
   LM_CHECK(idx < sizeof(kInfos) / sizeof(kInfos[0]));

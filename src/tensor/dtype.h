@@ -30,7 +30,9 @@ enum class DType : uint8_t {
   kF8_E4M3,  // the KV cache's FP8 formats (--kv-cache-dtype)
   kF8_E5M2,
   kNF4,  // bitsandbytes' 4-bit formats (--quantize bitsandbytes-nf4 / -fp4 at load)
-  kFP4
+  kFP4,
+  kQ4_Z128  // ours: pre-quantized 4-bit groups of 128 with zero points
+            // (kernels/cpu/q4_z128_blocks.h)
 };
 
 struct DTypeInfo {

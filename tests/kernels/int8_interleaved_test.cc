@@ -22,10 +22,10 @@ using testing::random_floats;
 constexpr auto weight_rows = testing::quantized_weight_rows;
 constexpr auto quantized_rows = testing::quantized_activation_rows;
 
-constexpr RowFormat kFormats[] = {RowFormat::kQ8_0, RowFormat::kQ4_0,   RowFormat::kQ4_1,
-                                  RowFormat::kQ5_0, RowFormat::kQ5_1,   RowFormat::kQ4_K,
-                                  RowFormat::kQ5_K, RowFormat::kQ6_K,   RowFormat::kQ2_K,
-                                  RowFormat::kQ3_K, RowFormat::kIQ4_NL, RowFormat::kIQ4_XS};
+constexpr RowFormat kFormats[] = {
+    RowFormat::kQ8_0,   RowFormat::kQ4_0,   RowFormat::kQ4_1,   RowFormat::kQ5_0, RowFormat::kQ5_1,
+    RowFormat::kQ4_K,   RowFormat::kQ5_K,   RowFormat::kQ6_K,   RowFormat::kQ2_K, RowFormat::kQ3_K,
+    RowFormat::kIQ4_NL, RowFormat::kIQ4_XS, RowFormat::kQ4_Z128};
 
 struct alignas(64) Line {
   uint8_t bytes[64];
@@ -63,6 +63,24 @@ TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
   EXPECT_TRUE(can_interleave(RowFormat::kQ3_K, 16, 512));
   EXPECT_TRUE(can_interleave(RowFormat::kQ2_K, 8, 256));
   EXPECT_FALSE(can_interleave(RowFormat::kQ2_K, 8, 128));  // k % 256 != 0
+  EXPECT_TRUE(can_interleave(RowFormat::kQ4_Z128, 8, 128));
+  EXPECT_FALSE(can_interleave(RowFormat::kQ4_Z128, 8, 96));  // k % 128 != 0
+}
+
+TEST(InterleavedRows, LaysQ4Z128OutAsQ4_0WithAZeroPointAndTheNibblesOnA32ByteBoundary) {
+  // Group block: d of rows 0-7, z of rows 0-7, the rows' unused bytes, then per sub-block of 32
+  // two words of nibbles (Q4_0's).
+  constexpr int64_t n = 8, k = 256, rb = 136;  // two blocks of 68 bytes a row
+  const auto rows = weight_rows(RowFormat::kQ4_Z128, n, k, 19);
+  const auto packed = interleaved(RowFormat::kQ4_Z128, rows, n, k);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* row = rows.data() + r * rb;
+    EXPECT_EQ(packed[2 * r + 1], row[1]);                         // d
+    EXPECT_EQ(packed[16 + r], row[2]);                            // z
+    EXPECT_EQ(packed[24 + r], 0);                                 // unused
+    EXPECT_EQ(packed[32 + 64 * 5 + 8 * r + 3], row[4 + 40 + 3]);  // sub-block 2, word 1
+    EXPECT_EQ(packed[544 + 32 + 8 * r], row[68 + 4]);             // block 1, word 0
+  }
 }
 
 TEST(InterleavedRows, IsAPermutationOfTheRowsBytesThatRoundTrips) {

@@ -97,6 +97,15 @@ inline std::vector<uint8_t> quantized_weight_rows(RowFormat format, int64_t n, i
     if (format == RowFormat::kQ4_1) quantize_row_q4_1(w.data() + j * k, row, k);
     if (format == RowFormat::kQ5_0) quantize_row_q5_0(w.data() + j * k, row, k);
     if (format == RowFormat::kQ5_1) quantize_row_q5_1(w.data() + j * k, row, k);
+    if (format == RowFormat::kQ4_Z128) {
+      // Each block shifted by its own offset, so its zero point takes every value in [0, 15].
+      std::vector<float> shifted(w.begin() + j * k, w.begin() + (j + 1) * k);
+      for (int64_t b = 0; b < k / 128; ++b) {
+        const float shift = static_cast<float>((j * 7 + b * 5) % 17 - 8) / 8.0f;
+        for (int64_t i = 0; i < 128; ++i) shifted[static_cast<size_t>(b * 128 + i)] += shift;
+      }
+      quantize_row_q4_z128(shifted.data(), row, k);
+    }
   }
   return bytes;
 }

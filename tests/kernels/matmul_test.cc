@@ -70,6 +70,9 @@ PackedWeights pack(RowFormat format, int64_t n, int64_t k, int64_t pad, uint32_t
       case RowFormat::kFP4:
         quantize_row_fp4(src, row, k);
         break;
+      case RowFormat::kQ4_Z128:
+        quantize_row_q4_z128(src, row, k);
+        break;
       case RowFormat::kQ4_K:
       case RowFormat::kQ5_K:
       case RowFormat::kQ6_K:
@@ -140,6 +143,20 @@ TEST(Matmul, OddShapesPaddedRowsAndOneThread) {
       check_matmul(format, isa, single, 64, 19, 96, 0, false);
       check_matmul(format, isa, single, 1, 19, 96, 0, true);
     }
+  }
+}
+
+// Q4_Z128 (blocks of 128) with fp32 activations at every level (its int8 paths are
+// int8_interleaved_test.cc's and q4_z128_test.cc's).
+TEST(Matmul, Q4Z128MatchesReference) {
+  ThreadPool pool(2);
+  for (Isa isa : supported_isas()) {
+    for (int64_t k : {128, 4096 + 128}) {
+      for (int64_t m : {1, 3, 17}) {
+        for (int64_t n : {1, 7, 33}) check_matmul(RowFormat::kQ4_Z128, isa, pool, m, n, k, 0, true);
+      }
+    }
+    check_matmul(RowFormat::kQ4_Z128, isa, pool, 5, 9, 640, 4, false);  // padded rows
   }
 }
 

@@ -59,6 +59,9 @@ std::vector<uint8_t> encode(RowFormat format, const std::vector<float>& x) {
     case RowFormat::kFP4:
       quantize_row_fp4(x.data(), out.data(), k);
       break;
+    case RowFormat::kQ4_Z128:
+      quantize_row_q4_z128(x.data(), out.data(), k);
+      break;
     case RowFormat::kQ4_K:
     case RowFormat::kQ5_K:
     case RowFormat::kQ6_K:

@@ -47,6 +47,20 @@ std::vector<float> decode_row(const Tensor& w, int64_t n) {
     return out;
   }
   const int64_t block_bytes = dtype_info(w.dtype).block_bytes;
+  if (w.dtype == DType::kQ4_Z128) {  // {fp16 d, u8 z, u8 0, 4 x Q4_0's 16 nibble bytes} per 128
+    for (int64_t b = 0; b < k / 128; ++b) {
+      const uint8_t* p = row + b * block_bytes;
+      uint16_t d16;
+      std::memcpy(&d16, p, 2);
+      EXPECT_LE(p[2], 15);
+      EXPECT_EQ(p[3], 0);
+      for (int i = 0; i < 128; ++i) {
+        const int q = (p[4 + 16 * (i / 32) + i % 16] >> (i % 32 < 16 ? 0 : 4)) & 0xf;
+        out[static_cast<size_t>(b * 128 + i)] = fp16_to_fp32(d16) * static_cast<float>(q - p[2]);
+      }
+    }
+    return out;
+  }
   for (int64_t b = 0; b < k / 32; ++b) {
     const uint8_t* p = row + b * block_bytes;
     uint16_t d16;
@@ -176,12 +190,16 @@ TEST(QuantizedCheckpoint, GptqRepacksExactlyIntoTheSmallestBlockFormat) {
     DType dtype;
   };
   const std::vector<Expect> cases = {
-      {{.zero = 8}, DType::kQ4_0},                            // v1 symmetric: stored 7
-      {{.v1 = false, .zero = 8}, DType::kQ4_0},               // v2 symmetric: stored 8
-      {{}, DType::kQ5_0},                                     // asymmetric 4-bit
-      {{.v1 = false}, DType::kQ5_0},                          // gptq_v2 asymmetric
-      {{.zero = 0}, DType::kQ5_0},                            // v1 zero 0: borrows in the word
-      {{.group_size = -1}, DType::kQ5_0},                     // per channel
+      {{.zero = 8}, DType::kQ4_0},                        // v1 symmetric: stored 7
+      {{.v1 = false, .zero = 8}, DType::kQ4_0},           // v2 symmetric: stored 8
+      {{}, DType::kQ5_0},                                 // asymmetric 4-bit
+      {{.v1 = false}, DType::kQ5_0},                      // gptq_v2 asymmetric
+      {{.zero = 0}, DType::kQ5_0},                        // v1 zero 0: borrows in the word
+      {{.group_size = -1}, DType::kQ4_Z128},              // per channel: blocks of 128
+      {{.group_size = 128}, DType::kQ4_Z128},             // a zero point per block
+      {{.group_size = 128, .zero = 8}, DType::kQ4_Z128},  // symmetric too: fewer bytes
+      {{.cols = 384, .group_size = 128, .act_order = true}, DType::kQ4_Z128},  // regrouped
+      {{.cols = 192, .group_size = -1}, DType::kQ5_0},        // rows not whole blocks of 128
       {{.group_size = 64, .act_order = true}, DType::kQ5_0},  // regrouped
       {{.bits = 8, .zero = 128}, DType::kQ8_0},               // symmetric 8-bit (incl. -128)
       {{.bits = 8}, DType::kF32},                             // asymmetric 8-bit: q - z in +-255

@@ -42,7 +42,7 @@ const std::map<std::string, std::string> kExpectedRepack = {
     {"gptq_v1_4bit_g32_sym", "14 as Q4_0"},
     {"gptq_v1_4bit_g64_asym_desc_act", "14 as Q5_0"},  // act-order columns permuted into groups
     {"gptq_v1_8bit_channel_sym", "14 as Q8_0"},
-    {"gptq_v2_4bit_g128_asym", "14 as Q5_0"},
+    {"gptq_v2_4bit_g128_asym", "14 as Q4_Z128"},  // groups of 128: zero points per block
     {"awq_gemm_4bit_g64", "14 as Q4_0"},
     {"awq_gemm_4bit_g32_zero_point", "14 as Q5_0"},
     {"ct_w4a16_g32_sym", "14 as Q4_0"},

@@ -91,6 +91,28 @@ TEST(DeviceWeightPlan, ATiedHeadInTheTablesFormatIsUploadedOnce) {
             }));
 }
 
+// A GPTQ checkpoint with groups of 128 is held as our Q4_Z128, which no device kernel reads: it
+// goes up re-encoded exactly into GGML's blocks (Q4_0 where every value is a Q4_0 level, Q8_0
+// otherwise: this fixture's zero points are random), never as F16.
+TEST(DeviceWeightPlan, Q4Z128GoesUpAsGgmlBlocksNotF16) {
+  auto model = load(std::string(LM_REPO_ROOT) + "/tests/fixtures/quantized/gptq_v2_4bit_g128_asym");
+  ASSERT_TRUE(model);
+  auto plan = plan_device_weights(model->config(), model->weights());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  expect_packed(*plan);
+  int64_t from_q4_z128 = 0;
+  for (const DeviceMatrix& m : plan->matrices) {
+    if (m.stored != kernels::RowFormat::kQ4_Z128) continue;
+    ++from_q4_z128;
+    EXPECT_TRUE(m.device == kernels::RowFormat::kQ8_0 || m.device == kernels::RowFormat::kQ4_0)
+        << m.name;
+    EXPECT_TRUE(device_reads_stored_format(m.device));
+    EXPECT_TRUE(m.converted());
+  }
+  EXPECT_EQ(from_q4_z128, 14);  // 2 layers x 7 Linears
+  EXPECT_NE(plan->summary().find("q8_0 from q4_z128"), std::string::npos) << plan->summary();
+}
+
 TEST(DeviceWeightPlan, Qwen2sBiasesAreUploaded) {
   auto model = load((kTestModels / "qwen2").string());
   ASSERT_TRUE(model);

@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -121,7 +122,7 @@ float dot_row_q8_lowbit(RowFormat format, const uint8_t* row, const BlockQ8Act* 
 bool supports_int8_dot(RowFormat format) {
   return format == RowFormat::kQ8_0 || format == RowFormat::kQ4_0 || format == RowFormat::kQ4_1 ||
          format == RowFormat::kQ5_0 || format == RowFormat::kQ5_1 || is_kquant(format) ||
-         is_lowbit(format);
+         is_lowbit(format) || format == RowFormat::kQ4_Z128;
 }
 
 void quantize_row_q8_act_scalar(const float* x, BlockQ8Act* dst, int64_t k) {
@@ -145,6 +146,7 @@ float dot_row_q8_scalar(RowFormat format, const void* row, const BlockQ8Act* xq,
   const auto* bytes = static_cast<const uint8_t*>(row);
   if (is_kquant(format)) return dot_row_q8_kquant(format, bytes, xq, k);
   if (is_lowbit(format)) return dot_row_q8_lowbit(format, bytes, xq, k);
+  if (format == RowFormat::kQ4_Z128) return dot_row_q8_q4_z128(row, xq, k);
   float sum = 0.0f;
   for (int64_t b = 0; b < k / 32; ++b) {
     const BlockQ8Act& a = xq[b];

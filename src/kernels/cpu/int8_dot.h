@@ -20,7 +20,7 @@ struct BlockQ8Act {
   int8_t qs[32];
 };
 
-// True for the weight formats with an int8 dot (every GGML block format).
+// True for the weight formats with an int8 dot (every GGML block format, and Q4_Z128).
 bool supports_int8_dot(RowFormat format);
 
 // dst[0, k / 32) = x[0, k) quantized (k a multiple of 32). q = round-half-even(x / d), so every

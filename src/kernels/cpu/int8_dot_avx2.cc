@@ -5,6 +5,7 @@
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/kquants_avx2.h"
 #include "kernels/cpu/lowbit_quants_avx2.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -66,6 +67,7 @@ void quantize_row_q8_act_avx2(const float* x, BlockQ8Act* dst, int64_t k) {
 
 float dot_row_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t k) {
   if (is_kquant(format)) return dot_row_q8_kquant_avx2(format, row, xq, k);
+  if (format == RowFormat::kQ4_Z128) return dot_row_q8_q4_z128(row, xq, k);
   float out = 0.0f;  // one row is the multi-row kernel with m = 1: the same sums, bit for bit
   dot_rows_q8_avx2(format, row, xq, 0, 1, k, &out, 1);
   return out;
@@ -84,6 +86,12 @@ struct MaddubsDot {
 
 void dot_rows_q8_avx2(RowFormat format, const void* row, const BlockQ8Act* xq, int64_t xq_stride,
                       int64_t m, int64_t k, float* out, int64_t out_stride) {
+  // Q4_Z128 rows run interleaved where the AVX2 GEMM is; rows that cannot be (a row count not a
+  // multiple of 8) take the scalar definition.
+  if (format == RowFormat::kQ4_Z128) {
+    dot_rows_q8_scalar(format, row, xq, xq_stride, m, k, out, out_stride);
+    return;
+  }
   if (avx2::dot_rows_block_format<MaddubsDot>(format, row, xq, xq_stride, m, k, out, out_stride))
     return;
   if (is_lowbit(format)) {

@@ -29,6 +29,7 @@
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 
 namespace lm::kernels {
 namespace {
@@ -203,45 +204,49 @@ constexpr int64_t kGroupBlockBytes = kRows* kBlockBytes<F>;
 template <int RX>
 using Acc = __m256[2][RX];
 
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: blocks of 32.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: blocks of 32. Half h (rows 4h..4h + 3) of block b:
 template <RowFormat F, int RX>
-void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
+static inline void block_half(const uint8_t* block, const PreparedBlock* xb, int64_t blocks, int h,
+                              __m256 (&acc)[RX]) {
   constexpr bool kMin = F == RowFormat::kQ4_1 || F == RowFormat::kQ5_1;
   constexpr bool kFifthBit = F == RowFormat::kQ5_0 || F == RowFormat::kQ5_1;
   constexpr int kZeroShift = F == RowFormat::kQ4_0 ? 3 : F == RowFormat::kQ5_0 ? 4 : 0;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = g + b * kGroupBlockBytes<F>;
-    const __m256 d = f16x8(block);
-    const __m256 m = kMin ? f16x8(block + 16) : d;
-    const uint8_t* qh = block + (kMin ? 32 : 16);  // Q5 only
-    const uint8_t* qs = qh + (kFifthBit ? 32 : 0);
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw = row_pairs(d, h);
-      __m256i u[4];
-      if constexpr (F == RowFormat::kQ8_0) {
+  const __m256 d = f16x8(block);
+  const uint8_t* qh = block + (kMin ? 32 : 16);  // Q5 only
+  const uint8_t* qs = qh + (kFifthBit ? 32 : 0);
+  const __m256 dw = row_pairs(d, h);
+  __m256i u[4];
+  if constexpr (F == RowFormat::kQ8_0) {
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) u[c] = half_word(qs, c, h);
-        accumulate_signed<RX>(u, dw, x + b, blocks, acc[h]);
-      } else if constexpr (F == RowFormat::kIQ4_NL) {
-        iq4_words(half_word(qs, 0, h), half_word(qs, 1, h), iq4_levels(), u);
-        accumulate_signed<RX>(u, dw, x + b, blocks, acc[h]);
-      } else {
-        // Word 0 holds elements 0-7 (low nibbles) and 16-23 (high), word 1 8-15 and 24-31.
-        const __m256i a = half_word(qs, 0, h), b1 = half_word(qs, 1, h);
-        u[0] = _mm256_and_si256(a, low4);
-        u[1] = _mm256_and_si256(b1, low4);
-        u[2] = _mm256_and_si256(_mm256_srli_epi16(a, 4), low4);
-        u[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low4);
-        if constexpr (kFifthBit) {
-          // Qh byte t of the 8 rows is the fifth-bit mask of word t's bytes.
+    for (int c = 0; c < 4; ++c) u[c] = half_word(qs, c, h);
+    accumulate_signed<RX>(u, dw, xb, blocks, acc);
+  } else if constexpr (F == RowFormat::kIQ4_NL) {
+    iq4_words(half_word(qs, 0, h), half_word(qs, 1, h), iq4_levels(), u);
+    accumulate_signed<RX>(u, dw, xb, blocks, acc);
+  } else {
+    // Word 0 holds elements 0-7 (low nibbles) and 16-23 (high), word 1 8-15 and 24-31.
+    const __m256i a = half_word(qs, 0, h), b1 = half_word(qs, 1, h);
+    u[0] = _mm256_and_si256(a, low4);
+    u[1] = _mm256_and_si256(b1, low4);
+    u[2] = _mm256_and_si256(_mm256_srli_epi16(a, 4), low4);
+    u[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low4);
+    if constexpr (kFifthBit) {
+      // Qh byte t of the 8 rows is the fifth-bit mask of word t's bytes.
 #pragma GCC unroll 4
-          for (int t = 0; t < 4; ++t) u[t] = _mm256_or_si256(u[t], fifth_bits(qh + 8 * t + 4 * h));
-        }
-        accumulate<RX, kZeroShift, kMin>(u, dw, row_pairs(m, h), x + b, blocks, acc[h]);
-      }
+      for (int t = 0; t < 4; ++t) u[t] = _mm256_or_si256(u[t], fifth_bits(qh + 8 * t + 4 * h));
     }
+    const __m256 m = kMin ? f16x8(block + 16) : d;
+    accumulate<RX, kZeroShift, kMin>(u, dw, row_pairs(m, h), xb, blocks, acc);
+  }
+}
+
+// Halves [kH0, kH1) of every block (group_tile chooses the passes).
+template <RowFormat F, int RX, int kH0, int kH1>
+void block_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int h = kH0; h < kH1; ++h)
+      block_half<F, RX>(g + b * kGroupBlockBytes<F>, x + b, blocks, h, acc[h]);
   }
 }
 
@@ -280,7 +285,7 @@ static inline void k4_group_scales(const K4Scales& s, int t, __m256 d, __m256 ne
 // Q4_K and Q5_K (kFifthBit): super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums;
 // Q5_K adds a fifth bit per value, bit t of qh byte l for element l of group t (the interleaved
 // order is GGML's: d, dmin, scales, [qh words 0-3,] qs words 0-15).
-template <int RX, bool kFifthBit>
+template <int RX, bool kFifthBit, int kH0, int kH1>
 void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
   constexpr int64_t kBytes = kRows * (kFifthBit ? kquant::kQ5_KBytes : kquant::kQ4_KBytes);
   constexpr int64_t kScales = kRows * 4, kQh = kScales + kRows * 12;
@@ -296,7 +301,7 @@ void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& 
       __m256 sc, mn;
       k4_group_scales(scales, t, d, neg_dmin, sc, mn);
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      for (int h = kH0; h < kH1; ++h) {
         // Group t: the low (t even) or high nibbles of qs words 4(t / 2) + c, with Q5_K bit t of
         // qh word c as the fifth bit.
         __m256i u[4];
@@ -321,7 +326,7 @@ void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& 
 
 // Q6_K: super-blocks of 256 in two halves of 128; each group of 32 has two 16-element int8
 // scales (words 0-1 and words 2-3), so a group is two int32 sums per lane.
-template <int RX>
+template <int RX, int kH0, int kH1>
 void q6_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
   // The interleaved order (interleaved_rows.h): d, scale pairs, then per half ql words 0-3, qh
   // words 0-3 and ql words 4-7.
@@ -344,7 +349,7 @@ void q6_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
         const uint8_t* words = block + kHalves + half * kHalfBytes;
         const uint8_t* pair_scales = block + kScales + 16 * (4 * half + t);
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
+        for (int h = kH0; h < kH1; ++h) {
           __m256i u[4];
 #pragma GCC unroll 4
           for (int c = 0; c < 4; ++c) {
@@ -373,7 +378,7 @@ void q6_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
 
 // IQ4_XS: super-blocks of 256, 8 groups of 32 with a 6-bit scale each (minus 32) and IQ4_NL's
 // nibbles.
-template <int RX>
+template <int RX, int kH0, int kH1>
 void iq4_xs_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
   constexpr int64_t kBytes = kRows * lowbit::kIQ4_XSBytes;
   constexpr int64_t kScalesH = kRows * 2, kScalesL = kRows * 4, kQs = kRows * 8;
@@ -396,7 +401,7 @@ void iq4_xs_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
           _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sc, _mm256_set1_epi32(32))), d);
       // Group t is qs words 2t and 2t + 1.
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      for (int h = kH0; h < kH1; ++h) {
         __m256i w[4];
         iq4_words(half_word(block + kQs, 2 * t, h), half_word(block + kQs, 2 * t + 1, h), levels,
                   w);
@@ -408,7 +413,7 @@ void iq4_xs_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
 
 // Q3_K: super-blocks of 256, 8 groups of 32 of 3-bit values (zero point 4) with a 6-bit scale
 // (minus 32) per 16.
-template <int RX>
+template <int RX, int kH0, int kH1>
 void q3_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
   constexpr int64_t kBytes = kRows * lowbit::kQ3_KBytes;
   constexpr int64_t kScales = kRows * 2, kHmask = kScales + kRows * 12, kQs = kHmask + kRows * 32;
@@ -439,7 +444,7 @@ void q3_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
     for (int t = 0; t < 8; ++t) {
       const __m256 s_lo = scale(2 * t), s_hi = scale(2 * t + 1);
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      for (int h = kH0; h < kH1; ++h) {
         // Group t (lowbit::decode_group): bits 2(t % 4), +1 of qs words 4(t / 4) + c, and bit t
         // of hmask word c as the third bit.
         __m256i u[4];
@@ -462,7 +467,7 @@ void q3_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
 
 // Q2_K: super-blocks of 256, 8 groups of 32 of 2-bit values with a 4-bit scale and minimum per
 // 16.
-template <int RX>
+template <int RX, int kH0, int kH1>
 void q2_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
   constexpr int64_t kBytes = kRows * lowbit::kQ2_KBytes;
   constexpr int64_t kScales = kRows * 4, kQs = kScales + kRows * 16;
@@ -475,7 +480,7 @@ void q2_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
 #pragma GCC unroll 8
     for (int t = 0; t < 8; ++t) {
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+      for (int h = kH0; h < kH1; ++h) {
         // Group t's scale/min bytes of rows 4h..4h+3: lane 2r' the first half's, 2r' + 1 the
         // second's.
         const __m256i bytes = _mm256_cvtepu8_epi32(
@@ -501,27 +506,95 @@ void q2_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>
   }
 }
 
-// 8 weight rows (group g) against RX activation rows.
+// Q4_Z128: blocks of 128 with one scale d and zero point z per row, in the VNNI kernel's
+// operations and order (int8_interleaved_vnni.cc): per activation row, t = the sub-blocks'
+// activation-scaled sums, acc += d * t, then acc += -(d * z) * dsum4 in each row's even lane.
+// Half h (rows 4h..4h + 3) of block sb:
+template <int RX>
+static inline void q4_z128_half(const uint8_t* block, const PreparedBlock* xb, int64_t blocks,
+                                int h, __m256 (&acc)[RX]) {
+  constexpr int64_t kZ = kRows * 2, kQs = kRows * 4;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256 d = f16x8(block);
+  const __m256 z = _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + kZ))));
+  const __m256 m = _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), d), z);
+  const uint8_t* qs = block + kQs;
+  __m256 t[RX];
+#pragma GCC unroll 4
+  for (int j = 0; j < q4z::kSubBlocks; ++j) {
+    const __m256i a = half_word(qs + 128 * j, 0, h), b1 = half_word(qs + 128 * j, 1, h);
+    __m256i u[4];
+    u[0] = _mm256_and_si256(a, low4);
+    u[1] = _mm256_and_si256(b1, low4);
+    u[2] = _mm256_and_si256(_mm256_srli_epi16(a, 4), low4);
+    u[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low4);
+#pragma GCC unroll 4
+    for (int i = 0; i < RX; ++i) {
+      const PreparedBlock& p = xb[i * blocks + j];
+      const __m256 dot = _mm256_cvtepi32_ps(dot4_unsigned(u, p.q));
+      t[i] = j == 0 ? _mm256_mul_ps(_mm256_set1_ps(p.d), dot)
+                    : _mm256_fmadd_ps(_mm256_set1_ps(p.d), dot, t[i]);
+    }
+  }
+  const __m256 dw = row_pairs(d, h), mw = row_pairs(m, h);
+#pragma GCC unroll 4
+  for (int i = 0; i < RX; ++i) {
+    const __m256 dsum4 =
+        _mm256_blend_ps(_mm256_set1_ps(xb[i * blocks].dsum4), _mm256_setzero_ps(), 0xaa);
+    acc[i] = _mm256_fmadd_ps(mw, dsum4, _mm256_fmadd_ps(dw, t[i], acc[i]));
+  }
+}
+
+// Halves [kH0, kH1) of every block (group_tile chooses the passes).
+template <int RX, int kH0, int kH1>
+void q4_z128_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
+  constexpr int64_t kBytes = kRows * q4z::kBytes;
+  for (int64_t sb = 0; sb < blocks / q4z::kSubBlocks; ++sb) {
+    for (int h = kH0; h < kH1; ++h)
+      q4_z128_half<RX>(g + sb * kBytes, x + sb * q4z::kSubBlocks, blocks, h, acc[h]);
+  }
+}
+
+// Halves [kH0, kH1) (rows 4h..4h + 3) of 8 weight rows against RX activation rows.
+template <RowFormat F, int RX, int kH0, int kH1>
+void halves_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& acc) {
+  if constexpr (F == RowFormat::kQ4_K) {
+    k4_tile<RX, false, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ5_K) {
+    k4_tile<RX, true, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ6_K) {
+    q6_k_tile<RX, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kIQ4_XS) {
+    iq4_xs_tile<RX, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ3_K) {
+    q3_k_tile<RX, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ2_K) {
+    q2_k_tile<RX, kH0, kH1>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ4_Z128) {
+    q4_z128_tile<RX, kH0, kH1>(g, x, blocks, acc);
+  } else {
+    block_tile<F, RX, kH0, kH1>(g, x, blocks, acc);
+  }
+}
+
+// 8 weight rows (group g) against RX activation rows. Prefill tiles (RX > 1) take the two
+// halves in one pass each over the group's blocks (the second from L1/L2), so only one half's
+// accumulators are live: with both, a tile's accumulators, words and scales overflowed AVX2's 16
+// registers and spilled (512-token prefill 1.14-1.24x faster split, a format's per-block scales
+// decoded once per pass). Decode (one row) has the registers and streams the weights once. Each
+// lane's operations are the same either way.
 template <RowFormat F, int RX>
 void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float* y, int64_t ldy) {
   Acc<RX> acc;
   for (int h = 0; h < 2; ++h) {
     for (int i = 0; i < RX; ++i) acc[h][i] = _mm256_setzero_ps();
   }
-  if constexpr (F == RowFormat::kQ4_K) {
-    k4_tile<RX, false>(g, x, blocks, acc);
-  } else if constexpr (F == RowFormat::kQ5_K) {
-    k4_tile<RX, true>(g, x, blocks, acc);
-  } else if constexpr (F == RowFormat::kQ6_K) {
-    q6_k_tile<RX>(g, x, blocks, acc);
-  } else if constexpr (F == RowFormat::kIQ4_XS) {
-    iq4_xs_tile<RX>(g, x, blocks, acc);
-  } else if constexpr (F == RowFormat::kQ3_K) {
-    q3_k_tile<RX>(g, x, blocks, acc);
-  } else if constexpr (F == RowFormat::kQ2_K) {
-    q2_k_tile<RX>(g, x, blocks, acc);
+  if constexpr (RX == 1) {
+    halves_tile<F, RX, 0, 2>(g, x, blocks, acc);
   } else {
-    block_tile<F, RX>(g, x, blocks, acc);
+    halves_tile<F, RX, 0, 1>(g, x, blocks, acc);
+    halves_tile<F, RX, 1, 2>(g, x, blocks, acc);
   }
   // hadd gives rows 0, 1, 4, 5, 2, 3, 6, 7 (each lane 2r' + lane 2r' + 1, as the VNNI kernel adds
   // them); the permutation puts them in order.
@@ -532,8 +605,8 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
   }
 }
 
-// Every group against all m activation rows, 4 (then 2, 1) at a time: the 8 accumulators of a
-// 4-row tile leave AVX2's 16 registers room for a half's 4 words and the constants.
+// Every group against all m activation rows, 4 (then 2, 1) at a time: a 4-row tile's pass over
+// one half keeps 4 accumulators, leaving AVX2's 16 registers room for the words and constants.
 template <RowFormat F>
 void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_t k, float* y,
           int64_t ldy) {
@@ -580,7 +653,11 @@ void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int6
                     _mm_mul_ps(_mm_set1_ps(a.d), _mm_cvtepi32_ps(all)));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(p.neg_sum_lo),
                        _mm_sub_epi32(_mm_setzero_si128(), lo));
-      std::memset(p.unused, 0, sizeof(p.unused));
+      p.dsum4 = 0.0f;
+      if (b % 4 == 0 && b + 4 <= blocks) {
+        const BlockQ8Act* a4 = xq + i * xq_stride + b;
+        p.dsum4 = ((a4[0].s + a4[1].s) + a4[2].s) + a4[3].s;
+      }
     }
   }
 }
@@ -614,6 +691,8 @@ void int8_interleaved_gemm_avx2(RowFormat format, const void* w, int64_t n, cons
       return gemm<RowFormat::kQ3_K>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ2_K:
       return gemm<RowFormat::kQ2_K>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ4_Z128:
+      return gemm<RowFormat::kQ4_Z128>(bytes, n, prepared, m, k, y, ldy);
     default:
       break;
   }

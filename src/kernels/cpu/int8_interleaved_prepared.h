@@ -17,7 +17,10 @@ struct alignas(64) Int8InterleavedBlock {
   // The same negated sums over words 0 and 1 only (the first 16-element scale of Q6_K, Q3_K and
   // Q2_K).
   int32_t neg_sum_lo[2];
-  uint8_t unused[4];
+  // In block 4j of a row (0 in the others and in a last group of fewer than 4): d times the
+  // activations' sum over blocks 4j..4j+3, their BlockQ8Act::s added in order, for Q4_Z128's
+  // zero point (one per 128 elements).
+  float dsum4;
 };
 static_assert(sizeof(Int8InterleavedBlock) == 64);
 

@@ -34,6 +34,7 @@
 #include "kernels/cpu/interleaved_rows.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 
 namespace lm::kernels {
 namespace {
@@ -479,6 +480,55 @@ void q2_k_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 
   }
 }
 
+// Q4_Z128: blocks of 128 with one scale d and zero point z per row. Per activation row, the
+// sub-blocks' integer sums scaled by their activation scales into t, then acc += d * t and the
+// zero point as a minimum, -(d * z) (exact in fp32), times the 128 activations' scaled sum
+// (dsum4, prepared once) in each row's even lane: 2 float operations per sub-block and 2 per
+// block where Q4_0 takes 3 per sub-block (its zero shift, scale product and multiply-add).
+template <int RX>
+void q4_z128_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, __m512 (&acc)[RX]) {
+  constexpr int64_t kBytes = kRows * q4z::kBytes;
+  constexpr int64_t kZ = kRows * 2, kQs = kRows * 4;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int64_t sb = 0; sb < blocks / q4z::kSubBlocks; ++sb) {
+    const uint8_t* block = g + sb * kBytes;
+    const __m256 d = f16x8(block);
+    const __m256 z = _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + kZ))));
+    const uint8_t* qs = block + kQs;
+    const PreparedBlock* xb = x + sb * q4z::kSubBlocks;
+    __m512 t[RX];
+#pragma GCC unroll 4
+    for (int j = 0; j < q4z::kSubBlocks; ++j) {
+      // Words 2j and 2j + 1 as Q4_0's two words.
+      const __m512i a = load512(qs + 128 * j), b1 = load512(qs + 128 * j + 64);
+      __m512i u[4];
+      u[0] = _mm512_and_si512(a, low4);
+      u[1] = _mm512_and_si512(b1, low4);
+      u[2] = _mm512_and_si512(_mm512_srli_epi16(a, 4), low4);
+      u[3] = _mm512_and_si512(_mm512_srli_epi16(b1, 4), low4);
+#pragma GCC unroll 8
+      for (int i = 0; i < RX; ++i) {
+        const PreparedBlock& p = xb[i * blocks + j];
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], broadcast8(p.q));
+        dot = _mm512_dpbusd_epi32(dot, u[1], broadcast8(p.q + 8));
+        dot = _mm512_dpbusd_epi32(dot, u[2], broadcast8(p.q + 16));
+        dot = _mm512_dpbusd_epi32(dot, u[3], broadcast8(p.q + 24));
+        t[i] = j == 0 ? _mm512_mul_ps(_mm512_set1_ps(p.d), _mm512_cvtepi32_ps(dot))
+                      : _mm512_fmadd_ps(_mm512_set1_ps(p.d), _mm512_cvtepi32_ps(dot), t[i]);
+      }
+    }
+    const __m512 dw = row_pairs(_mm512_castps256_ps512(d));
+    const __m512 mw =
+        row_pairs(_mm512_castps256_ps512(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), d), z)));
+#pragma GCC unroll 8
+    for (int i = 0; i < RX; ++i) {
+      const __m512 dsum4 = _mm512_maskz_mov_ps(0x5555, _mm512_set1_ps(xb[i * blocks].dsum4));
+      acc[i] = _mm512_fmadd_ps(mw, dsum4, _mm512_fmadd_ps(dw, t[i], acc[i]));
+    }
+  }
+}
+
 // 8 weight rows (group g) against RX activation rows.
 template <RowFormat F, int RX>
 void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float* y, int64_t ldy) {
@@ -496,6 +546,8 @@ void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float*
     q3_k_tile<RX>(g, x, blocks, acc);
   } else if constexpr (F == RowFormat::kQ2_K) {
     q2_k_tile<RX>(g, x, blocks, acc);
+  } else if constexpr (F == RowFormat::kQ4_Z128) {
+    q4_z128_tile<RX>(g, x, blocks, acc);
   } else {
     block_tile<F, RX>(g, x, blocks, acc);
   }
@@ -562,6 +614,8 @@ void int8_interleaved_gemm_vnni(RowFormat format, const void* w, int64_t n, cons
       return gemm<RowFormat::kQ3_K>(bytes, n, prepared, m, k, y, ldy);
     case RowFormat::kQ2_K:
       return gemm<RowFormat::kQ2_K>(bytes, n, prepared, m, k, y, ldy);
+    case RowFormat::kQ4_Z128:
+      return gemm<RowFormat::kQ4_Z128>(bytes, n, prepared, m, k, y, ldy);
     default:
       break;
   }

@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 
 namespace lm::kernels {
 namespace {
@@ -64,9 +65,17 @@ std::span<const Field> fields(RowFormat format) {
                                     {lowbit::kQ2_KDOffset + 2, 2, 2},
                                     {0, 16, 2},
                                     {lowbit::kQ2_KQsOffset, 64, 8}};
+  // Q4_Z128: d, z, the unused byte (so the nibbles start 32 bytes into the group block), then per
+  // sub-block of 32 two words of nibbles (Q4_0's order).
+  static constexpr Field kQ4_Z128[] = {{q4z::kDOffset, 2, 2},
+                                       {q4z::kZOffset, 1, 1},
+                                       {q4z::kZOffset + 1, 1, 1},
+                                       {q4z::kQsOffset, 64, 8}};
   switch (format) {
     case RowFormat::kQ4_0:
       return kQ4_0;
+    case RowFormat::kQ4_Z128:
+      return kQ4_Z128;
     case RowFormat::kQ4_1:
       return kQ4_1;
     case RowFormat::kQ8_0:

@@ -10,6 +10,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kquants_avx2.h"
 #include "kernels/cpu/lowbit_quants_avx2.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -166,6 +167,9 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
     case RowFormat::kFP4:
       dequantize_row_bnb4_avx2(format, src, dst, k);
       return;
+    case RowFormat::kQ4_Z128:  // the scalar definition: its weights run interleaved (int8 path)
+      dequantize_row_q4_z128(src, dst, k);
+      return;
   }
 }
 
@@ -240,6 +244,8 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
     case RowFormat::kNF4:
     case RowFormat::kFP4:
       return dot_row_bnb4_avx2(format, row, x, k);
+    case RowFormat::kQ4_Z128:
+      return dot_row_q4_z128(row, x, k);
   }
   return 0.0f;
 }

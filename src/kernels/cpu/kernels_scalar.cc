@@ -13,6 +13,7 @@
 #include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/panels16.h"
 #include "kernels/cpu/panels_fp8.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/row_format.h"
 
@@ -158,6 +159,9 @@ void dequantize_row(RowFormat format, const void* src, float* dst, int64_t k) {
       for (int64_t i = 0; i < k; ++i) dst[i] = bf16_to_fp32(h[i]);
       return;
     }
+    case RowFormat::kQ4_Z128:
+      dequantize_row_q4_z128(src, dst, k);
+      return;
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:
@@ -197,6 +201,8 @@ float dot_row(RowFormat format, const void* row, const float* x, int64_t k) {
       for (int64_t i = 0; i < k; ++i) sum += bf16_to_fp32(h[i]) * x[i];
       return sum;
     }
+    case RowFormat::kQ4_Z128:
+      return dot_row_q4_z128(row, x, k);
     case RowFormat::kQ8_0:
     case RowFormat::kQ4_0:
     case RowFormat::kQ4_1:

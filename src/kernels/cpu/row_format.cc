@@ -10,6 +10,7 @@
 #include "kernels/cpu/bnb4_blocks.h"
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace lm::kernels {
@@ -54,6 +55,7 @@ const RowFormatInfo& row_format_info(RowFormat format) {
   static constexpr RowFormatInfo kQ3_K{"q3_k", kquant::kSuperBlock, lowbit::kQ3_KBytes};
   static constexpr RowFormatInfo kIQ4_NL{"iq4_nl", kQuantBlockSize, lowbit::kIQ4_NLBytes};
   static constexpr RowFormatInfo kIQ4_XS{"iq4_xs", kquant::kSuperBlock, lowbit::kIQ4_XSBytes};
+  static constexpr RowFormatInfo kQ4_Z128{"q4_z128", q4z::kBlock, q4z::kBytes};
   static constexpr RowFormatInfo kNF4{"nf4", bnb4::kBlock, bnb4::kBlockBytes};
   static constexpr RowFormatInfo kFP4{"fp4", bnb4::kBlock, bnb4::kBlockBytes};
   switch (format) {
@@ -87,6 +89,8 @@ const RowFormatInfo& row_format_info(RowFormat format) {
       return kIQ4_NL;
     case RowFormat::kIQ4_XS:
       return kIQ4_XS;
+    case RowFormat::kQ4_Z128:
+      return kQ4_Z128;
     case RowFormat::kNF4:
       return kNF4;
     case RowFormat::kFP4:

@@ -25,7 +25,8 @@ enum class RowFormat {
   kQ3_K,
   kIQ4_NL,
   kIQ4_XS,
-  kNF4,  // bitsandbytes' 4-bit formats (bnb4_blocks.h): no int8 dot, fp32 activations
+  kQ4_Z128,  // ours (q4_z128_blocks.h): the pre-quantized checkpoints' 4-bit groups of 128
+  kNF4,      // bitsandbytes' 4-bit formats (bnb4_blocks.h): no int8 dot, fp32 activations
   kFP4
 };
 
@@ -39,7 +40,8 @@ enum class RowFormat {
 // where element i < 16 is the low nibble of qs[i] and element i + 16 its high nibble; Q5's fifth
 // bit of element i is bit i of the little-endian 32-bit qh.
 // The K-quants (blocks of 256) are described in kquant_blocks.h, the low-bit formats in
-// lowbit_blocks.h, bitsandbytes' NF4/FP4 (blocks of 64) in bnb4_blocks.h.
+// lowbit_blocks.h, bitsandbytes' NF4/FP4 (blocks of 64) in bnb4_blocks.h, our Q4_Z128 (blocks of
+// 128 with a zero point) in q4_z128_blocks.h.
 struct RowFormatInfo {
   const char* name;
   int64_t block_size;
@@ -81,5 +83,8 @@ void quantize_row_q6_k(const float* src, void* dst, int64_t k, Isa isa = best_is
 // bitsandbytes' quantize_4bit (blocksize 64, no nested statistics; k a multiple of 64), bnb4.cc.
 void quantize_row_nf4(const float* src, void* dst, int64_t k);
 void quantize_row_fp4(const float* src, void* dst, int64_t k);
+// AutoAWQ's asymmetric 4-bit quantizer with groups of 128, into Q4_Z128 (k a multiple of 128;
+// q4_z128.cc). Makes test data.
+void quantize_row_q4_z128(const float* src, void* dst, int64_t k);
 
 }  // namespace lm::kernels

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/cpu/q4_z128_blocks.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace lm::cuda_runtime {
@@ -15,6 +16,7 @@ DeviceAllocation upload_weights(const DeviceWeightPlan& plan) {
   DeviceAllocation arena(plan.arena_bytes);
   std::vector<float> row;
   std::vector<uint16_t> staged;
+  std::vector<uint8_t> blocks;
   for (const DeviceMatrix& m : plan.matrices) {
     LM_CHECK(m.source != nullptr && m.source->dim(0) == m.rows && m.source->dim(1) == m.cols);
     if (!m.converted()) {
@@ -23,10 +25,21 @@ DeviceAllocation upload_weights(const DeviceWeightPlan& plan) {
                                static_cast<size_t>(m.bytes), cudaMemcpyHostToDevice));
       continue;
     }
+    const auto* source = static_cast<const uint8_t*>(m.source->data);
+    if (m.stored == kernels::RowFormat::kQ4_Z128 && m.device != kernels::RowFormat::kF16) {
+      // Re-encoded exactly into the GGML blocks the plan chose (Q4_0 or Q8_0).
+      blocks.resize(static_cast<size_t>(m.bytes));
+      for (int64_t r = 0; r < m.rows; ++r) {
+        kernels::q4_z128_to_ggml_row(m.device, source + r * m.source->row_bytes(),
+                                     blocks.data() + r * m.row_bytes, m.cols);
+      }
+      LM_CUDA_CHECK(cudaMemcpy(arena.as<char>(m.offset), blocks.data(),
+                               static_cast<size_t>(m.bytes), cudaMemcpyHostToDevice));
+      continue;
+    }
     LM_CHECK(m.device == kernels::RowFormat::kF16);
     row.resize(static_cast<size_t>(m.cols));
     staged.resize(static_cast<size_t>(m.rows * m.cols));
-    const auto* source = static_cast<const uint8_t*>(m.source->data);
     for (int64_t r = 0; r < m.rows; ++r) {
       kernels::dequantize_row(m.stored, source + r * m.source->row_bytes(), row.data(), m.cols);
       for (int64_t c = 0; c < m.cols; ++c)
