@@ -204,7 +204,7 @@ TEST(Panels16, MatmulIsBatchInvariantAndTheSameBitsAtEveryIsa) {
   ThreadPool single(1);
   ThreadPool pair(2);
   for (RowFormat format : kFormats) {
-    for (int64_t k : {40, 300}) {
+    for (int64_t k : {40, 300, 1280}) {  // 1280: two depth blocks, X rows from a padded copy
       const int64_t n = 48;
       const auto rows = random_halves(format, n * k, 31);
       const auto panels = panels_of(format, rows, n, k);
