@@ -140,6 +140,7 @@ TEST(Matmul, OddShapesPaddedRowsAndOneThread) {
     }
     for (RowFormat format : kAllFormats) {
       check_matmul(format, isa, pool, 17, 65, 576, 4, true);  // padded rows: stride > k
+      check_matmul(format, isa, pool, 17, 40, 512, 0, true);  // X rows read from a padded copy
       check_matmul(format, isa, single, 64, 19, 96, 0, false);
       check_matmul(format, isa, single, 1, 19, 96, 0, true);
     }

@@ -104,6 +104,20 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
                    float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
                    const IsaKernels& kernels) {
   constexpr int64_t kPairRows = 2 * kPanelWidth;
+  // X rows that alias in the caches are read from a padded copy, as in matmul_in_panels. The
+  // calling thread's buffer, read by the workers through a pointer.
+  const float* xp = x;
+  int64_t ldx = k;
+  if (rows_alias_in_cache(k)) {
+    ldx = padded_row_floats(k);
+    thread_local std::vector<float> x_storage;
+    x_storage.resize(static_cast<size_t>(m * ldx));
+    float* const copy = x_storage.data();
+    pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) std::copy_n(x + i * k, k, copy + i * ldx);
+    });
+    xp = copy;
+  }
   pool.parallel_for(
       n,
       [&](int64_t begin, int64_t end) {
@@ -132,7 +146,7 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
               for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = panel_rows[r * k + p];
             }
           }
-          kernels.gemm_panel(x, k, m, panels, nt, k, y + n0, n);
+          kernels.gemm_panel(xp, ldx, m, panels, nt, k, y + n0, n);
         }
         if (bias) {
           for (int64_t i = 0; i < m; ++i) {
