@@ -87,13 +87,27 @@ float* align_up_64(float* p) {
   return reinterpret_cast<float*>((address + 63) & ~uintptr_t{63});
 }
 
-// Rows of k floats whose stride is a multiple of 16 cache lines (k a multiple of 256) fall in at
-// most 4 of L1's 64 sets, however many a register tile reads from. Such rows are read from a copy
-// an odd number of lines apart, so consecutive rows fall in different sets.
-bool rows_alias_in_cache(int64_t k) { return k % 256 == 0; }
-int64_t padded_row_floats(int64_t k) {
-  const int64_t lines = (k + 15) / 16;
-  return (lines | 1) * 16;
+// X rows as a prefill GEMM reads them: x itself, or a copy whose rows are an odd number of cache
+// lines apart where x's rows alias. Rows of k floats a multiple of 16 lines apart (k a multiple of
+// 256) fall in at most 4 of L1's 64 sets however many a register tile reads from: at k = 4096 a
+// row is 16 KiB, so the 14 rows a panel tile broadcasts from all fell in one set (8 ways) and a
+// block's rows in an eighth of L2's sets (4096 x 4096 F16 against 512 rows, 2 threads, avx512:
+// 144 -> 193 GFLOP/s). The copy is the calling thread's buffer, read by the workers through the
+// pointer, and valid until its next call.
+struct XRows {
+  const float* x;
+  int64_t ldx;
+};
+XRows unaliased_rows(const float* x, int64_t m, int64_t k, ThreadPool& pool) {
+  if (k % 256 != 0) return {x, k};
+  const int64_t ldx = (k / 16 + 1) * 16;
+  thread_local std::vector<float> storage;
+  storage.resize(static_cast<size_t>(m * ldx + 16));
+  float* const copy = align_up_64(storage.data());
+  pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) std::copy_n(x + i * k, k, copy + i * ldx);
+  });
+  return {copy, ldx};
 }
 
 // Float prefill where the ISA has gemm_panel: each thread converts two panels' worth of weight
@@ -104,20 +118,7 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
                    float* y, int64_t m, int64_t n, int64_t k, ThreadPool& pool, const float* bias,
                    const IsaKernels& kernels) {
   constexpr int64_t kPairRows = 2 * kPanelWidth;
-  // X rows that alias in the caches are read from a padded copy, as in matmul_in_panels. The
-  // calling thread's buffer, read by the workers through a pointer.
-  const float* xp = x;
-  int64_t ldx = k;
-  if (rows_alias_in_cache(k)) {
-    ldx = padded_row_floats(k);
-    thread_local std::vector<float> x_storage;
-    x_storage.resize(static_cast<size_t>(m * ldx));
-    float* const copy = x_storage.data();
-    pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) std::copy_n(x + i * k, k, copy + i * ldx);
-    });
-    xp = copy;
-  }
+  const XRows rows_x = unaliased_rows(x, m, k, pool);
   pool.parallel_for(
       n,
       [&](int64_t begin, int64_t end) {
@@ -146,7 +147,7 @@ void matmul_panels(RowFormat format, const uint8_t* w_bytes, int64_t w_row_bytes
               for (int64_t r = 0; r < kPanelWidth; ++r) column[r] = panel_rows[r * k + p];
             }
           }
-          kernels.gemm_panel(xp, ldx, m, panels, nt, k, y + n0, n);
+          kernels.gemm_panel(rows_x.x, rows_x.ldx, m, panels, nt, k, y + n0, n);
         }
         if (bias) {
           for (int64_t i = 0; i < m; ++i) {
@@ -379,22 +380,7 @@ void matmul_in_panels(int64_t num_panels, const float* x, float* y, int64_t m, i
   // Prefill: each thread's panels, kPrefillPanels at a time and kPanelDepth values of k at a
   // time, converted to fp32 once per block of X rows and run against every row of the block. The
   // chains continue in y from one depth block to the next.
-  // X rows that alias in the caches are read from a padded copy: at k = 4096 a row is 16 KiB, so
-  // the 14 rows a register tile broadcasts from would all fall in one L1 set (8 ways) and a
-  // block's rows in an eighth of L2's sets (4096 x 4096 F16 against 512 rows, 2 threads, avx512:
-  // 144 -> 193 GFLOP/s). The calling thread's buffer, read by the workers through a pointer.
-  const float* xp = x;
-  int64_t ldx = k;
-  if (rows_alias_in_cache(k)) {
-    ldx = padded_row_floats(k);
-    thread_local std::vector<float> x_storage;
-    x_storage.resize(static_cast<size_t>(m * ldx + 16));
-    float* const copy = align_up_64(x_storage.data());
-    pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) std::copy_n(x + i * k, k, copy + i * ldx);
-    });
-    xp = copy;
-  }
+  const XRows rows_x = unaliased_rows(x, m, k, pool);
   pool.parallel_for(num_panels, [&](int64_t g0, int64_t g1) {
     thread_local std::vector<float> storage;
     storage.resize(static_cast<size_t>(kPrefillPanels * kPanelDepth * kPanel16Rows + kPanel16Rows));
@@ -407,8 +393,8 @@ void matmul_in_panels(int64_t num_panels, const float* x, float* y, int64_t m, i
           const int64_t count = std::min(kPrefillPanels, g1 - g);
           for (int64_t q = 0; q < count; ++q)
             unpack(g + q, p0, p1, panels + q * (p1 - p0) * kPanel16Rows);
-          kernels.panel16_gemm(xp + m0 * ldx + p0, ldx, mb, panels, count, p1 - p0,
-                               y + m0 * n + g * kPanel16Rows, n, p0 > 0);
+          kernels.panel16_gemm(rows_x.x + m0 * rows_x.ldx + p0, rows_x.ldx, mb, panels, count,
+                               p1 - p0, y + m0 * n + g * kPanel16Rows, n, p0 > 0);
         }
       }
     }
