@@ -282,6 +282,10 @@ TEST(PagedAttention, EveryKvFormatGivesTheFp32ResultOfItsDecodedValues) {
       {4, 2, 16, 4, {{5, 3}, {0, 6}}},            // small blocks
       {8, 2, 64, 16, {{900, 1}, {300, 5}}, 400},  // sliding window
       {4, 1, 32, 8, {{40, 7}}, 0, 30.0f},         // soft-capped scores
+      // A speculative step's verified tokens (15 and 6 rows, read in place in chunks of 4 rows
+      // that mix tokens), beside a decode; and one such entry alone.
+      {9, 3, 64, 16, {{700, 5}, {300, 2}, {500, 1}}},
+      {9, 3, 64, 16, {{1000, 5}}},
   };
   uint32_t seed = 90;
   for (KvFormat format : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kF8E4M3, KvFormat::kF8E5M2}) {

@@ -37,6 +37,15 @@ std::vector<Chunk> interleave_cheap_and_dear(std::vector<Chunk> chunks) {
 // few chunks to keep every thread busy (split_chunks).
 constexpr int64_t kSplitMinPositions = 256;
 
+// A (sequence, KV head) with at most this many query rows over a 16/8-bit cache (a speculative
+// step's verified tokens, a short prompt tail: SmolLM2's 5 tokens x 3 heads) is cut into chunks
+// of the in-place kernels' 4 rows, each reading the cache's rows as they are, instead of one
+// chunk that first decodes every position into fp32 scratch: a verify step's scratch round trip
+// of its whole context cost more than its 4 rows' re-reads of the rows (from L2). Longer prefill
+// chunks share one decode among their chunks and keep it.
+constexpr int64_t kInPlaceMaxRows = 16;
+constexpr int64_t kInPlaceChunkRows = 4;
+
 // A chunk's rows as attend_rows and the split kernels take them.
 struct ChunkRows {
   const float* q[kAttentionMaxRows];
@@ -221,12 +230,16 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
                       float softcap, ThreadPool& pool) {
   LM_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && head_dim > 0);
   const int64_t group_size = num_heads / num_kv_heads;
+  const bool reads_in_place = kv.format != KvFormat::kF32 && softcap == 0.0f && head_dim % 8 == 0 &&
+                              kernels.attend_rows_kv != nullptr;
   std::vector<Chunk> chunks;
   for (int64_t s = 0; s < num_sequences; ++s) {
     const int64_t rows = sequences[s].num_tokens * group_size;
+    const int64_t chunk_rows =
+        reads_in_place && rows <= kInPlaceMaxRows ? kInPlaceChunkRows : kAttentionMaxRows;
     for (int64_t g = 0; g < num_kv_heads; ++g) {
-      for (int64_t r0 = 0; r0 < rows; r0 += kAttentionMaxRows)
-        chunks.push_back({s, g, r0, std::min(kAttentionMaxRows, rows - r0)});
+      for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows)
+        chunks.push_back({s, g, r0, std::min(chunk_rows, rows - r0)});
     }
   }
   chunks = interleave_cheap_and_dear(std::move(chunks));
@@ -251,9 +264,9 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
       const Chunk& chunk = chunks[static_cast<size_t>(c)];
       const ChunkRows r =
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim);
-      // A decode group over a 16/8-bit cache: read in place (no scratch round trip).
-      if (kv.format != KvFormat::kF32 && softcap == 0.0f && chunk.num_rows <= 4 &&
-          head_dim % 8 == 0 && kernels.attend_rows_kv != nullptr) {
+      // A decode group (or a short entry's chunk) over a 16/8-bit cache: read in place (no
+      // scratch round trip).
+      if (reads_in_place && chunk.num_rows <= kInPlaceChunkRows) {
         const int64_t at = chunk.kv_head * head_dim * kv_element_bytes(kv.format);
         kernels.attend_rows_kv(kv.format, r.q, r.out, r.num_positions, chunk.num_rows,
                                static_cast<const unsigned char*>(kv.k) + at,
