@@ -15,7 +15,7 @@ bool SpeculationGovernor::should_propose(int64_t num_decoding) {
   Bucket& b = buckets_[bucket_index(num_decoding)];
   if (b.speculative.num_observed < kMinSamples) return true;
   if (b.plain.num_observed < kMinSamples) return false;
-  const bool speculation_wins = b.speculative.seconds_per_token <= b.plain.seconds_per_token;
+  const bool speculation_wins = b.speculative.seconds_per_token() <= b.plain.seconds_per_token();
   if (!speculation_wins && !probe_speculation_) return false;
   if (++b.steps_since_probe < kProbeInterval) return speculation_wins;
   b.steps_since_probe = 0;
@@ -29,18 +29,23 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
   if (num_decoding < 1 || num_tokens < 1 || !std::isfinite(seconds) || seconds < 0) return;
   Bucket& b = buckets_[bucket_index(num_decoding)];
   const bool probe = b.probing && proposed == b.probe_arm;
+  // A probe of speculation whose sequences found nothing to propose ran a plain step: it
+  // measured nothing, so the next step probes again (free while nothing is proposed).
+  if (b.probing && b.probe_arm && !proposed) b.steps_since_probe = kProbeInterval - 1;
   b.probing = false;
   Arm& arm = proposed ? b.speculative : b.plain;
-  const double sample = seconds / static_cast<double>(num_tokens);
   const double weight = probe ? kProbeSmoothing : kSmoothing;
-  arm.seconds_per_token =
-      arm.num_observed == 0 ? sample : (1 - weight) * arm.seconds_per_token + weight * sample;
+  const auto mean = [&](double& running, double value) {
+    running = arm.num_observed == 0 ? value : (1 - weight) * running + weight * value;
+  };
+  mean(arm.seconds_per_step, seconds);
+  mean(arm.tokens_per_step, static_cast<double>(num_tokens));
   ++arm.num_observed;
 }
 
 double SpeculationGovernor::seconds_per_token(bool proposed, int64_t num_decoding) const {
   const Bucket& b = buckets_[bucket_index(num_decoding)];
-  return (proposed ? b.speculative : b.plain).seconds_per_token;
+  return (proposed ? b.speculative : b.plain).seconds_per_token();
 }
 
 }  // namespace lm

@@ -5,8 +5,9 @@
 // arithmetic (small models, few cores, large batches). So it is measured, not predicted: every
 // pure decode step is timed in seconds per token it delivered, as one arm of a two-armed bandit
 // per batch-size bucket -- steps that verified proposals, and steps that did not. The faster arm
-// runs; the other is tried again every kProbeInterval steps of its bucket, so a change of load or
-// of text is seen -- except speculation by a proposer that is costly to resume (a draft model,
+// runs; the other is tried again every kProbeInterval steps of its bucket (a probe of
+// speculation that found nothing to propose is tried again the next step), so a change of load
+// or of text is seen -- except speculation by a proposer that is costly to resume (a draft model,
 // whose first step after a pause catches up on every token it missed): once it has lost in a
 // bucket it is not tried there again. Plain data: the engine feeds it seconds; it reads no clock.
 #pragma once
@@ -28,7 +29,7 @@ class SpeculationGovernor {
   static constexpr int64_t kMinSamples = 3;
   // The losing arm runs one step in this many (it costs at most 1/16 of the difference).
   static constexpr int64_t kProbeInterval = 16;
-  // Weight of the newest step in an arm's running mean: a running arm's samples come every step,
+  // Weight of the newest step in an arm's running means: a running arm's samples come every step,
   // a probed arm's rarely, so one probe moves its mean further.
   static constexpr double kSmoothing = 0.2;
   static constexpr double kProbeSmoothing = 0.5;
@@ -42,13 +43,22 @@ class SpeculationGovernor {
   // seconds (schedule, drafting, forward, sampling, delivery).
   void observe(bool proposed, int64_t num_decoding, int64_t num_tokens, double seconds);
 
-  // An arm's running mean of seconds per delivered token (0 before any sample), for tests.
+  // An arm's seconds per delivered token: its running mean of a step's seconds over that of its
+  // tokens (0 before any sample), for tests.
   double seconds_per_token(bool proposed, int64_t num_decoding) const;
 
  private:
+  // Running means of a step's seconds and of its tokens, kept apart: their ratio is the arm's
+  // seconds per token. (A mean of each step's own ratio let one step whose proposals were all
+  // rejected -- a verify step's time for one token -- outweigh the steps that delivered five, and
+  // turned speculation off where it was paying: the default model on the code task, 2 threads.)
   struct Arm {
-    double seconds_per_token = 0;
+    double seconds_per_step = 0;
+    double tokens_per_step = 0;
     int64_t num_observed = 0;
+    double seconds_per_token() const {
+      return tokens_per_step > 0 ? seconds_per_step / tokens_per_step : 0;
+    }
   };
   struct Bucket {
     Arm plain, speculative;

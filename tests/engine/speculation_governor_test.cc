@@ -88,5 +88,37 @@ TEST(SpeculationGovernor, DecidesEachBatchSizeApart) {
   EXPECT_DOUBLE_EQ(g.seconds_per_token(true, 1), 0.006);
 }
 
+// Seconds per token are the arm's mean seconds over its mean tokens: one step whose proposals
+// were all rejected (a verify step's time for one token) does not outweigh the steps that
+// delivered four or five. (As a mean of each step's own seconds per token the speculative arm
+// read 5.3 ms here, and plain decoding at 4 ms won; in fact speculation ran at 3.4 ms a token.)
+TEST(SpeculationGovernor, ARejectedStepWeighsItsOneTokenNotItsRatio) {
+  SpeculationGovernor g;
+  const double steps[][2] = {{0.0088, 4}, {0.0118, 5}, {0.0117, 5}, {0.0107, 1}, {0.0107, 1}};
+  for (int i = 0; i < SpeculationGovernor::kMinSamples; ++i) g.observe(false, 1, 1, 0.004);
+  for (const auto& [seconds, tokens] : steps)
+    g.observe(true, 1, static_cast<int64_t>(tokens), seconds);
+  EXPECT_LT(g.seconds_per_token(true, 1), 0.0035);
+  EXPECT_GT(g.seconds_per_token(true, 1), 0.003);
+  EXPECT_TRUE(g.should_propose(1));
+}
+
+// A probe of speculation that found nothing to propose ran a plain step: the next step probes
+// again, until one proposes.
+TEST(SpeculationGovernor, AProbeThatProposedNothingIsTriedAgainNextStep) {
+  SpeculationGovernor g;
+  run(g, 1, 6, 0.010, 0.012);  // plain decoding wins
+  std::vector<bool> d;
+  for (int i = 0; i < 16; ++i) {
+    d.push_back(g.should_propose(1));
+    g.observe(false, 1, 1, 0.010);
+  }
+  EXPECT_EQ(d.back(), true);  // the 16th step probes, but nothing was proposed
+  EXPECT_EQ(count(d, true), 1);
+  EXPECT_TRUE(g.should_propose(1));  // so the next probes again
+  g.observe(true, 1, 5, 0.060);      // and proposed: back to every 16th step
+  EXPECT_FALSE(g.should_propose(1));
+}
+
 }  // namespace
 }  // namespace lm
