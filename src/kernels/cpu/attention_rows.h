@@ -286,31 +286,54 @@ static void with_elements(KvFormat format, const F& f) {
   }
 }
 
-// One row's online-softmax step over a tile of positions-in-lanes kernels (attend_keys_in_lanes,
-// values_in_lanes): the tile's max from its scaled scores sc[0, tile), the correction of what came
-// before (acc dims [d_begin, d_end) and the denominator), then the weights w = exp(score - max)
-// for the first valid_here positions and 0 after, added to the denominator in order. sc may be w.
-static inline void softmax_tile(const float* sc, float* w, int64_t tile, int64_t valid_here,
-                                float& running_max, float& denominator, float* acc, int64_t d_begin,
-                                int64_t d_end) {
+// R rows' online-softmax step over a tile of positions-in-lanes kernels (attend_keys_in_lanes,
+// values_in_lanes). Row r: the tile's max from its scaled scores sc[r * sc_stride + j], j <
+// tile, the correction of what came before (acc dims [d_begin, d_end) of row r and its
+// denominator), then the weights w[r * w_stride + j] = exp(score - max) for the positions it sees
+// in the tile (num_positions[r] - p0 of them) and 0 after, added to the denominator in order. sc
+// may be w. Each row's maximum and sum are one chain over j, the R rows' chains interleaved (a
+// row's chain is latency-bound: one row at a time, they were most of the V pass of a split decode).
+template <int R>
+static inline void softmax_tile(const float* sc, int64_t sc_stride, float* w, int64_t w_stride,
+                                int64_t p0, int64_t tile, const int64_t* num_positions,
+                                float* running_max, float* denominator, float* acc,
+                                int64_t acc_stride, int64_t d_begin, int64_t d_end) {
   using Y = lanes::Ymm;
   using S = lanes::Scalar;
   const __m256 lane_index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-  float tile_max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < tile; ++j) tile_max = S::max(tile_max, sc[j]);
-  const float correction =
-      running_max < tile_max ? lanes::exp_nonpositive<S>(running_max - tile_max) : 1.0f;
-  running_max = S::max(running_max, tile_max);
-  for (int64_t d = d_begin; d < d_end; d += 8)
-    Y::store(acc + d, Y::mul(Y::load(acc + d), Y::set1(correction)));
-  denominator *= correction;
-  for (int64_t j0 = 0; j0 < tile; j0 += 8) {
-    const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
-                               Y::set1(static_cast<float>(valid_here)));
-    const __m256 e = lanes::exp_nonpositive<Y>(Y::sub(Y::load(sc + j0), Y::set1(running_max)));
-    Y::store(w + j0, Y::select(valid, e, Y::zero()));
+  float tile_max[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) tile_max[r] = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < tile; ++j) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) tile_max[r] = S::max(tile_max[r], sc[r * sc_stride + j]);
   }
-  for (int64_t j = 0; j < tile; ++j) denominator += w[j];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    // Positions of this tile the row sees (num_positions[r] > p0 is not guaranteed: rows of a
+    // causal chunk end at different positions).
+    const int64_t seen = num_positions[r] - p0;
+    const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
+    const float correction =
+        running_max[r] < tile_max[r] ? lanes::exp_nonpositive<S>(running_max[r] - tile_max[r])
+                                     : 1.0f;
+    running_max[r] = S::max(running_max[r], tile_max[r]);
+    float* acc_r = acc + r * acc_stride;
+    for (int64_t d = d_begin; d < d_end; d += 8)
+      Y::store(acc_r + d, Y::mul(Y::load(acc_r + d), Y::set1(correction)));
+    denominator[r] *= correction;
+    for (int64_t j0 = 0; j0 < tile; j0 += 8) {
+      const auto valid = Y::less(Y::add(Y::set1(static_cast<float>(j0)), lane_index),
+                                 Y::set1(static_cast<float>(valid_here)));
+      const __m256 e = lanes::exp_nonpositive<Y>(
+          Y::sub(Y::load(sc + r * sc_stride + j0), Y::set1(running_max[r])));
+      Y::store(w + r * w_stride + j0, Y::select(valid, e, Y::zero()));
+    }
+  }
+  for (int64_t j = 0; j < tile; ++j) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) denominator[r] += w[r * w_stride + j];
+  }
 }
 
 // Requests into L2 the floats [d_begin, d_end) of the rows of positions [j_begin, j_end) at
@@ -432,16 +455,8 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
         }
       }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      // Positions of this tile the row sees (num_positions[r] > p0 is not guaranteed: rows of a
-      // causal chunk end at different positions).
-      const int64_t seen = num_positions[r] - p0;
-      const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
-      float* w = weights + r * kTile;
-      softmax_tile(w, w, tile, valid_here, running_max[r], denominator[r], acc + r * head_dim, 0,
-                   head_dim);
-    }
+    softmax_tile<R>(weights, kTile, weights, kTile, p0, tile, num_positions, running_max,
+                    denominator, acc, head_dim, 0, head_dim);
     int64_t d0 = 0;
     for (; d0 + 8 * D <= head_dim; d0 += 8 * D) accumulate_v.template operator()<D>(p0, tile, d0);
     for (; d0 < head_dim; d0 += 8) accumulate_v.template operator()<1>(p0, tile, d0);
@@ -529,24 +544,37 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
     // are too scattered for the hardware prefetchers (into L1: 4.6-5.9 -> 4.3-4.4 ms per token in
     // the measurement above).
     request_rows(v, offsets, p0 + kTile, std::min(max_positions, p0 + 2 * kTile), d_begin, d_end);
-    for (int r = 0; r < R; ++r) {
-      const int64_t seen = num_positions[r] - p0;
-      const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
-      softmax_tile(scores + r * stride + p0, weights + r * kTile, tile, valid_here, running_max[r],
-                   denominator[r], acc + r * head_dim, d_begin, d_end);
-    }
-    for (int64_t d0 = d_begin; d0 < d_end; d0 += 8) {
-      __m256 a[R];
+    softmax_tile<R>(scores + p0, stride, weights, kTile, p0, tile, num_positions, running_max,
+                    denominator, acc, head_dim, d_begin, d_end);
+    // DD blocks of 8 dims from d0, every row: one FMA chain per (row, dim) over the positions in
+    // order, DD x R of them interleaved (one block's R chains left the FMA units waiting on
+    // their latency).
+    const auto accumulate = [&]<int DD>(int64_t d0) {
+      __m256 a[DD][R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) a[r] = Y::load(acc + r * head_dim + d0);
+      for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
+      }
       for (int64_t j = 0; j < tile; ++j) {
-        const __m256 vb = E::load8(v + offsets[p0 + j] + d0);
+        const typename E::T* vj = v + offsets[p0 + j] + d0;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) a[r] = Y::fmadd(Y::set1(weights[r * kTile + j]), vb, a[r]);
+        for (int b = 0; b < DD; ++b) {
+          const __m256 vb = E::load8(vj + 8 * b);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r)
+            a[b][r] = Y::fmadd(Y::set1(weights[r * kTile + j]), vb, a[b][r]);
+        }
       }
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0, a[r]);
-    }
+      for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0 + 8 * b, a[b][r]);
+      }
+    };
+    int64_t d0 = d_begin;
+    for (; d0 + 16 <= d_end; d0 += 16) accumulate.template operator()<2>(d0);
+    for (; d0 < d_end; d0 += 8) accumulate.template operator()<1>(d0);
   }
   for (int r = 0; r < R; ++r) {
     const float inv = S::div(1.0f, denominator[r]);
