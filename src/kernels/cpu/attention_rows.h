@@ -314,9 +314,9 @@ static inline void softmax_tile(const float* sc, int64_t sc_stride, float* w, in
     // causal chunk end at different positions).
     const int64_t seen = num_positions[r] - p0;
     const int64_t valid_here = seen < 0 ? 0 : seen > tile ? tile : seen;
-    const float correction =
-        running_max[r] < tile_max[r] ? lanes::exp_nonpositive<S>(running_max[r] - tile_max[r])
-                                     : 1.0f;
+    const float correction = running_max[r] < tile_max[r]
+                                 ? lanes::exp_nonpositive<S>(running_max[r] - tile_max[r])
+                                 : 1.0f;
     running_max[r] = S::max(running_max[r], tile_max[r]);
     float* acc_r = acc + r * acc_stride;
     for (int64_t d = d_begin; d < d_end; d += 8)
