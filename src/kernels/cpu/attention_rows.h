@@ -292,7 +292,7 @@ static void with_elements(KvFormat format, const F& f) {
 // denominator), then the weights w[r * w_stride + j] = exp(score - max) for the positions it sees
 // in the tile (num_positions[r] - p0 of them) and 0 after, added to the denominator in order. sc
 // may be w. Each row's maximum and sum are one chain over j, the R rows' chains interleaved (a
-// row's chain is latency-bound: one row at a time, they were most of the V pass of a split decode).
+// row's chain is latency-bound, and one row at a time they left the core idle).
 template <int R>
 static inline void softmax_tile(const float* sc, int64_t sc_stride, float* w, int64_t w_stride,
                                 int64_t p0, int64_t tile, const int64_t* num_positions,
