@@ -6,7 +6,8 @@ The tasks and the streamed decode rate are speculate_vs_llama_cpp.py's (rewrite,
 free; decode tokens/s = the tokens after the first over the time from the first content chunk
 to the last). Every configuration is started once, warmed up, then each round asks each the
 same requests in turn (the order reversed every other round). Reports per task each one's
-median tokens/s and its ratio to the first configuration (median [min, max] over the rounds),
+median tokens/s (with --clients N, N streams at once and the aggregate rate) and its ratio to
+the first configuration (median [min, max] over the rounds),
 and its proposed/accepted tokens from /metrics. No llama.cpp: for our own changes.
 
   .venv/bin/python scripts/bench/speculate_ab.py --out F.json \\
@@ -23,6 +24,7 @@ import os
 import re
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,6 +46,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=192)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clients", type=int, default=1,
+                    help="each request sent by N clients at once; aggregate decode rate")
     ap.add_argument("--model", type=Path, default=sv.MODEL)
     ap.add_argument("--tasks", nargs="+", default=["rewrite", "code", "quote", "free"])
     ap.add_argument("--out", type=Path)
@@ -70,9 +74,14 @@ def main() -> None:
             for task in args.tasks:
                 for name in order:
                     before = counters(servers[name])
-                    res = servers[name].stream(prompts[task], args.tokens)
+                    with ThreadPoolExecutor(args.clients) as pool:
+                        answers = list(pool.map(lambda _: servers[name].stream(prompts[task], args.tokens),
+                                                range(args.clients)))  # fmt: skip
                     after = counters(servers[name])
-                    rates[task][name].append((res["tokens"] - 1) / (res["last"] - res["first"]))
+                    # As speculate_vs_llama_cpp.py: the tokens past each stream's first over the
+                    # span from the earliest first content chunk to the latest last one.
+                    span = max(a["last"] for a in answers) - min(a["first"] for a in answers)
+                    rates[task][name].append(sum(a["tokens"] - 1 for a in answers) / span)
                     for i, key in enumerate(("proposed", "accepted")):
                         k = f"tgi_speculative_{key}_tokens"
                         accepted[task][name][i] += after.get(k, 0) - before.get(k, 0)
@@ -82,7 +91,8 @@ def main() -> None:
     base = list(servers)[0]
     result = {"what": "speculation tasks, our server configurations alternating (speculate_ab.py)",
               "model": str(args.model), "isa": env["CPU_ISA"], "threads": args.threads,
-              "rounds": args.rounds, "new_tokens": args.tokens, "configs": args.config,
+              "rounds": args.rounds, "new_tokens": args.tokens, "clients": args.clients,
+              "configs": args.config,
               "tasks": {}}  # fmt: skip
     for task in args.tasks:
         row = {}
