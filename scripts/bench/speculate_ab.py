@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,15 +28,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speculate_vs_llama_cpp as sv  # noqa: E402
-
-
-def counters(server) -> dict[str, float]:
-    out = {}
-    for line in sv.request(server.port, "GET", "/metrics")[1].decode().splitlines():
-        m = re.match(r"^(tgi_speculative_\w+) (\S+)$", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
 
 
 def main() -> None:
@@ -73,15 +63,12 @@ def main() -> None:
             order = list(servers) if r % 2 == 0 else list(reversed(servers))
             for task in args.tasks:
                 for name in order:
-                    before = counters(servers[name])
+                    before = sv.speculation_counters(servers[name].port)
                     with ThreadPoolExecutor(args.clients) as pool:
                         answers = list(pool.map(lambda _: servers[name].stream(prompts[task], args.tokens),
                                                 range(args.clients)))  # fmt: skip
-                    after = counters(servers[name])
-                    # As speculate_vs_llama_cpp.py: the tokens past each stream's first over the
-                    # span from the earliest first content chunk to the latest last one.
-                    span = max(a["last"] for a in answers) - min(a["first"] for a in answers)
-                    rates[task][name].append(sum(a["tokens"] - 1 for a in answers) / span)
+                    after = sv.speculation_counters(servers[name].port)
+                    rates[task][name].append(sv.aggregate_decode_rate(answers))
                     for i, key in enumerate(("proposed", "accepted")):
                         k = f"tgi_speculative_{key}_tokens"
                         accepted[task][name][i] += after.get(k, 0) - before.get(k, 0)

@@ -85,6 +85,23 @@ def tasks() -> dict[str, str]:
     }
 
 
+def speculation_counters(port: int) -> dict[str, float]:
+    """Our server's tgi_speculative_* counters from /metrics."""
+    out = {}
+    for line in request(port, "GET", "/metrics")[1].decode().splitlines():
+        m = re.match(r"^(tgi_speculative_\w+) (\S+)$", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def aggregate_decode_rate(answers: list[dict]) -> float:
+    """Concurrent streams' decode tokens/s: the tokens past each stream's first over the span
+    from the earliest first content chunk to the latest last one."""
+    span = max(a["last"] for a in answers) - min(a["first"] for a in answers)
+    return sum(a["tokens"] - 1 for a in answers) / span
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -149,14 +166,7 @@ class Server:
                 "last": last, "total": total, "timings": timings}  # fmt: skip
 
     def counters(self) -> dict[str, float]:
-        if not self.name.startswith("ours"):
-            return {}
-        out = {}
-        for line in request(self.port, "GET", "/metrics")[1].decode().splitlines():
-            m = re.match(r"^(tgi_speculative_\w+) (\S+)$", line)
-            if m:
-                out[m.group(1)] = float(m.group(2))
-        return out
+        return speculation_counters(self.port) if self.name.startswith("ours") else {}
 
     def stop(self):
         self.proc.terminate()
@@ -252,8 +262,7 @@ def main() -> int:
                         # earliest first content chunk to the latest last one.
                         total = sum(a["tokens"] for a in answers)
                         rates[task][s.name].append(total / wall)
-                        span = max(a["last"] for a in answers) - min(a["first"] for a in answers)
-                        decode[task][s.name].append((total - len(answers)) / span)
+                        decode[task][s.name].append(aggregate_decode_rate(answers))
                     else:
                         rates[task][s.name].append(n / answer["total"])
                         # Decode only: the tokens after the first over the time from the first

@@ -349,6 +349,41 @@ static inline void request_rows(const T* base, const int64_t* offsets, int64_t j
   }
 }
 
+// acc[r * head_dim + d] += weights[r * kTile + j] x V row (p0 + j)[d] for the positions j <
+// tile in order, dims [d0, d0 + 8 * DD), rows r < R (the V pass of the positions-in-lanes
+// kernels): one FMA chain per (row, dim), the DD x R chains interleaved (one block's R chains
+// left the FMA units waiting on their latency).
+template <int R, int DD, typename E>
+static inline void accumulate_values(float* acc, int64_t head_dim, const float* weights,
+                                     const typename E::T* v, const int64_t* offsets, int64_t p0,
+                                     int64_t tile, int64_t d0) {
+  using Y = lanes::Ymm;
+  constexpr int64_t kTile = kAttentionPositionTile;
+  __m256 a[DD][R];
+#pragma GCC unroll 8
+  for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
+  }
+  for (int64_t j = 0; j < tile; ++j) {
+    const typename E::T* vj = v + offsets[p0 + j] + d0;
+    __m256 w[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) w[r] = Y::set1(weights[r * kTile + j]);
+#pragma GCC unroll 8
+    for (int b = 0; b < DD; ++b) {
+      const __m256 vb = E::load8(vj + 8 * b);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) a[b][r] = Y::fmadd(w[r], vb, a[b][r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < DD; ++b) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0 + 8 * b, a[b][r]);
+  }
+}
+
 // Up to 4 rows (a decode step's GQA group, or a single MHA row) with the positions in the 8
 // lanes instead of the rows: a K block of 8 positions x 8 dimensions is transposed in registers
 // and serves every row, and V rows are read along head_dim. Each (row, position) score, weight,
@@ -379,32 +414,6 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
     for (int64_t d = 0; d < head_dim; ++d) acc[r * head_dim + d] = 0.0f;
   }
   const __m256 lane_index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-  // acc += w x V for DD blocks of 8 dimensions from d0, every row, positions in order.
-  const auto accumulate_v = [&]<int DD>(int64_t p0, int64_t tile, int64_t d0) {
-    __m256 a[DD][R];
-#pragma GCC unroll 8
-    for (int b = 0; b < DD; ++b) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
-    }
-    for (int64_t j = 0; j < tile; ++j) {
-      const T* vj = v + offsets[p0 + j] + d0;
-      __m256 w[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) w[r] = Y::set1(weights[r * kTile + j]);
-#pragma GCC unroll 8
-      for (int b = 0; b < DD; ++b) {
-        const __m256 vb = E::load8(vj + 8 * b);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) a[b][r] = Y::fmadd(w[r], vb, a[b][r]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int b = 0; b < DD; ++b) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0 + 8 * b, a[b][r]);
-    }
-  };
   for (int64_t p0 = 0; p0 < max_positions; p0 += kTile) {
     const int64_t tile = std::min(kTile, max_positions - p0);
     // The next tile's K rows and this tile's V rows, requested into L2 now: they arrive while
@@ -458,8 +467,10 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
     softmax_tile<R>(weights, kTile, weights, kTile, p0, tile, num_positions, running_max,
                     denominator, acc, head_dim, 0, head_dim);
     int64_t d0 = 0;
-    for (; d0 + 8 * D <= head_dim; d0 += 8 * D) accumulate_v.template operator()<D>(p0, tile, d0);
-    for (; d0 < head_dim; d0 += 8) accumulate_v.template operator()<1>(p0, tile, d0);
+    for (; d0 + 8 * D <= head_dim; d0 += 8 * D)
+      accumulate_values<R, D, E>(acc, head_dim, weights, v, offsets, p0, tile, d0);
+    for (; d0 < head_dim; d0 += 8)
+      accumulate_values<R, 1, E>(acc, head_dim, weights, v, offsets, p0, tile, d0);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -525,7 +536,6 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
                             const typename E::T* v, const int64_t* offsets, int64_t head_dim,
                             int64_t d_begin, int64_t d_end, float* const* out_rows,
                             float* scratch) {
-  using Y = lanes::Ymm;
   using S = lanes::Scalar;
   constexpr int64_t kTile = kAttentionPositionTile;
   float* acc = scratch;                 // [R][head_dim], dims [d_begin, d_end) used
@@ -546,35 +556,11 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
     request_rows(v, offsets, p0 + kTile, std::min(max_positions, p0 + 2 * kTile), d_begin, d_end);
     softmax_tile<R>(scores + p0, stride, weights, kTile, p0, tile, num_positions, running_max,
                     denominator, acc, head_dim, d_begin, d_end);
-    // DD blocks of 8 dims from d0, every row: one FMA chain per (row, dim) over the positions in
-    // order, DD x R of them interleaved (one block's R chains left the FMA units waiting on
-    // their latency).
-    const auto accumulate = [&]<int DD>(int64_t d0) {
-      __m256 a[DD][R];
-#pragma GCC unroll 8
-      for (int b = 0; b < DD; ++b) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) a[b][r] = Y::load(acc + r * head_dim + d0 + 8 * b);
-      }
-      for (int64_t j = 0; j < tile; ++j) {
-        const typename E::T* vj = v + offsets[p0 + j] + d0;
-#pragma GCC unroll 8
-        for (int b = 0; b < DD; ++b) {
-          const __m256 vb = E::load8(vj + 8 * b);
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r)
-            a[b][r] = Y::fmadd(Y::set1(weights[r * kTile + j]), vb, a[b][r]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int b = 0; b < DD; ++b) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) Y::store(acc + r * head_dim + d0 + 8 * b, a[b][r]);
-      }
-    };
     int64_t d0 = d_begin;
-    for (; d0 + 16 <= d_end; d0 += 16) accumulate.template operator()<2>(d0);
-    for (; d0 < d_end; d0 += 8) accumulate.template operator()<1>(d0);
+    for (; d0 + 16 <= d_end; d0 += 16)
+      accumulate_values<R, 2, E>(acc, head_dim, weights, v, offsets, p0, tile, d0);
+    for (; d0 < d_end; d0 += 8)
+      accumulate_values<R, 1, E>(acc, head_dim, weights, v, offsets, p0, tile, d0);
   }
   for (int r = 0; r < R; ++r) {
     const float inv = S::div(1.0f, denominator[r]);

@@ -44,6 +44,8 @@ constexpr int64_t kSplitMinPositions = 256;
 // of its whole context cost more than its 4 rows' re-reads of the rows (from L2). Longer prefill
 // chunks share one decode among their chunks and keep it.
 constexpr int64_t kInPlaceMaxRows = 16;
+// The most rows the decode kernels take (attend_rows_kv and the split pair: one register per
+// row's scores).
 constexpr int64_t kInPlaceChunkRows = 4;
 
 // A chunk's rows as attend_rows and the split kernels take them.
@@ -162,7 +164,8 @@ bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
   if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
     return false;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    if (chunks[c].num_rows > 4 || rows[c].max_positions < kSplitMinPositions) return false;
+    if (chunks[c].num_rows > kInPlaceChunkRows || rows[c].max_positions < kSplitMinPositions)
+      return false;
   }
   return true;
 }
