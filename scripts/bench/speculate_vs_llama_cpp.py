@@ -17,7 +17,8 @@ an F16 requantization of it, scripts/bench/cpu_side_by_side.py makes them, draft
 default Q4_1 file).
 Tasks, input-grounded from real text in this repository, and one free chat:
   rewrite   "rewrite this passage exactly" over a README paragraph
-  code      "return this file with one change" over a C++ header of the repo
+  code      "return this file with one change" over a C++ header of the repo (the proposer's
+            own, src/engine/ngram_proposer.h as of bcd4bc8)
   quote     "answer with exact quotes" over a passage of docs/architecture.md
   free      a short story with no source text
 With --clients N each request is sent by N clients at once and the rates are aggregates (all
@@ -61,6 +62,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
 MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+CODE_TASK_COMMIT, CODE_TASK_FILE = "bcd4bc87660bd262ffa4865fa7356f7b8d5c6f62", "src/engine/ngram_proposer.h"
 
 
 def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
@@ -73,7 +75,10 @@ def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
 
 def tasks() -> dict[str, str]:
     readme = paragraph(ROOT / "README.md", "**KV cache dtype**")
-    code = (ROOT / "src/engine/ngram_proposer.h").read_text()
+    # The code task's file as it was when its figures began (bcd4bc8): the header has changed
+    # since, and a changed prompt would make old and new results incomparable.
+    code = subprocess.run(["git", "-C", str(ROOT), "show", f"{CODE_TASK_COMMIT}:{CODE_TASK_FILE}"],
+                          check=True, capture_output=True, text=True).stdout  # fmt: skip
     arch = paragraph(ROOT / "docs/architecture.md", "## Numerics", 1200)
     return {
         "rewrite": f"Rewrite the following text exactly as it is, word for word.\n\n{readme}",

@@ -1,5 +1,6 @@
-// Prompt-lookup proposals: the longest recurring suffix wins, its latest earlier occurrence is
-// copied, runs repeat past the end, and nothing is proposed when nothing recurs.
+// Prompt-lookup proposals: the earlier occurrence matching the sequence's end furthest back wins
+// (up to max_match ids; the latest of equally long ones), runs repeat past the end, and nothing
+// is proposed when nothing recurs.
 #include "engine/ngram_proposer.h"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,16 @@ TEST(NgramProposer, ProposesNothingWhenNoSuffixRecurs) {
 TEST(NgramProposer, TheLongestRecurringSuffixWins) {
   // [1 2 3] recurs at 0 (then 9 2 3); the 1-gram [3] recurs later, at 5 (then 8): 3-gram first.
   EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3), (Ids{9, 2, 3}));
-  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3, /*max_ngram=*/1), (Ids{8, 1, 2}));
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3, /*max_match=*/1), (Ids{8, 1, 2}));
+}
+
+TEST(NgramProposer, AMatchLongerThanAFixedNgramWinsOverALaterOne) {
+  // [2 3 4] is followed by 10 at 1 and by 11 at 6; only the first is preceded by 1, as the
+  // sequence's end is: a 3-gram lookup would take the later one.
+  const Ids ids{1, 2, 3, 4, 10, 9, 2, 3, 4, 11, 7, 1, 2, 3, 4};
+  EXPECT_EQ(propose_ngram(ids, 2), (Ids{10, 9}));
+  // Compared no further back than max_match: both match as far, the later one wins.
+  EXPECT_EQ(propose_ngram(ids, 2, /*max_match=*/3), (Ids{11, 7}));
 }
 
 TEST(NgramProposer, CopiesTheLatestEarlierOccurrence) {
