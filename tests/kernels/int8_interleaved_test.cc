@@ -202,7 +202,7 @@ TEST(Int8InterleavedLevels, Avx2GivesTheVnniKernelsBits) {
 TEST_P(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
   for (RowFormat format : kFormats) {
     for (int64_t k : {256, 768}) {
-      for (int64_t m : {1, 2, 3, 7, 8, 13}) {
+      for (int64_t m : {1, 2, 3, 5, 6, 7, 8, 13}) {
         constexpr int64_t n = 16;
         SCOPED_TRACE(std::string(row_format_info(format).name) + " k=" + std::to_string(k) +
                      " m=" + std::to_string(m));
@@ -234,9 +234,13 @@ TEST_P(Int8Interleaved, ResultsDoNotDependOnTileShapeBatchOrPosition) {
         for (int64_t r = 0; r < 8; ++r) ASSERT_EQ(alone[i * 8 + r], whole[i * n + 8 * g + r]);
       }
     }
-    const auto part = gemm(format, w.data(), n, xq.data() + 3 * k / 32, 11, k);
-    for (int64_t i = 0; i < 11; ++i) {
-      for (int64_t j = 0; j < n; ++j) ASSERT_EQ(part[i * n + j], whole[(i + 3) * n + j]);
+    // Every tile shape: a verify step's 2-5 rows and each remainder of the widest tile.
+    for (int64_t size = 2; size <= 11; ++size) {
+      const auto part = gemm(format, w.data(), n, xq.data() + 3 * k / 32, size, k);
+      for (int64_t i = 0; i < size; ++i) {
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(part[i * n + j], whole[(i + 3) * n + j]) << size << ": " << i << "," << j;
+      }
     }
   }
 }
