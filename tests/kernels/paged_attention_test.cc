@@ -282,10 +282,17 @@ TEST(PagedAttention, EveryKvFormatGivesTheFp32ResultOfItsDecodedValues) {
       {4, 2, 16, 4, {{5, 3}, {0, 6}}},            // small blocks
       {8, 2, 64, 16, {{900, 1}, {300, 5}}, 400},  // sliding window
       {4, 1, 32, 8, {{40, 7}}, 0, 30.0f},         // soft-capped scores
-      // A speculative step's verified tokens (15 and 6 rows, read in place in chunks of 4 rows
-      // that mix tokens), beside a decode; and one such entry alone.
+      // A speculative step's verified tokens (15 and 6 rows, read in place in chunks of up to 8
+      // rows that mix tokens), beside a decode; and one such entry alone, of every length (few
+      // (sequence, KV head) pairs: 6-15 rows in two chunks of 3-8).
       {9, 3, 64, 16, {{700, 5}, {300, 2}, {500, 1}}},
       {9, 3, 64, 16, {{1000, 5}}},
+      {9, 3, 64, 16, {{1000, 2}}},
+      {9, 3, 64, 16, {{900, 3}}},
+      {9, 3, 64, 16, {{800, 4}}},
+      // Many pairs: each (sequence, KV head)'s 5-8 rows in one chunk.
+      {8, 8, 64, 16, {{700, 5}, {300, 8}, {200, 7}, {90, 6}}},
+      {16, 8, 64, 16, {{400, 3}, {250, 4}}},
   };
   uint32_t seed = 90;
   for (KvFormat format : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kF8E4M3, KvFormat::kF8E5M2}) {

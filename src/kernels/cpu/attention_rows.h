@@ -7,7 +7,7 @@
 //
 // Lanes never interact: a row's result is the same bits whichever rows share its call and
 // whichever vector width runs it (every width executes the same operations per lane), so
-// attention stays batch-invariant. Groups of up to 4 rows (decode) may instead put positions in
+// attention stays batch-invariant. Groups of up to 8 rows (decode) may instead put positions in
 // lanes (attend_keys_in_lanes): the same operations per (row, position) in the same order, so
 // the same bits again. Rows may see different numbers of positions (causal prefill):
 // positions past a row's own are masked out of its max, weights and sums.
@@ -384,14 +384,14 @@ static inline void accumulate_values(float* acc, int64_t head_dim, const float* 
   }
 }
 
-// Up to 4 rows (a decode step's GQA group, or a single MHA row) with the positions in the 8
-// lanes instead of the rows: a K block of 8 positions x 8 dimensions is transposed in registers
-// and serves every row, and V rows are read along head_dim. Each (row, position) score, weight,
-// running max, sum and accumulator goes through exactly the operations attend<V> gives it, in
-// the same order (scores: one FMA chain over d from zero; maxima and the weight sum: position
-// by position; V: one FMA per position in order), so a row's result is the same bits as in the
-// rows-in-lanes kernel. R rows; J blocks of 8 positions and D blocks of 8 dimensions at a time
-// give the FMA chains room to overlap. head_dim must be a multiple of 8.
+// Up to 8 rows (a decode step's GQA group, a single MHA row, a speculative step's verified tokens
+// x the group) with the positions in the 8 lanes instead of the rows: a K block of 8 positions x 8
+// dimensions is transposed in registers and serves every row, and V rows are read along head_dim.
+// Each (row, position) score, weight, running max, sum and accumulator goes through exactly the
+// operations attend<V> gives it, in the same order (scores: one FMA chain over d from zero; maxima
+// and the weight sum: position by position; V: one FMA per position in order), so a row's result is
+// the same bits as in the rows-in-lanes kernel. R rows; J blocks of 8 positions and D blocks of 8
+// dimensions at a time give the FMA chains room to overlap. head_dim must be a multiple of 8.
 template <int R, int J, int D, typename E = F32Elements>
 static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_rows,
                                  const int64_t* num_positions, const typename E::T* k,
@@ -596,8 +596,8 @@ static void with_rows(int64_t num_rows, const F& f) {
 }
 
 // The vector tables' decode kernels reading K/V in place in a KvFormat cache
-// (IsaKernels::attend_rows_kv, attend_scores, attend_values): 1 to 4 rows, head_dim a multiple
-// of 8.
+// (IsaKernels::attend_rows_kv: 1 to 8 rows; attend_scores, attend_values: 1 to 4), head_dim a
+// multiple of 8.
 [[maybe_unused]] static void attend_decode_kv(KvFormat format, const float* const* q_rows,
                                               float* const* out_rows, const int64_t* num_positions,
                                               int64_t num_rows, const void* k, const void* v,
@@ -617,8 +617,20 @@ static void with_rows(int64_t num_rows, const F& f) {
       case 3:
         return attend_keys_in_lanes<3, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
                                                 head_dim, scale, scratch);
-      default:
+      case 4:
         return attend_keys_in_lanes<4, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      case 5:
+        return attend_keys_in_lanes<5, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      case 6:
+        return attend_keys_in_lanes<6, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      case 7:
+        return attend_keys_in_lanes<7, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
+                                                head_dim, scale, scratch);
+      default:
+        return attend_keys_in_lanes<8, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
                                                 head_dim, scale, scratch);
     }
   });

@@ -39,14 +39,24 @@ constexpr int64_t kSplitMinPositions = 256;
 
 // A (sequence, KV head) with at most this many query rows over a 16/8-bit cache (a speculative
 // step's verified tokens, a short prompt tail: SmolLM2's 5 tokens x 3 heads) is cut into chunks
-// of the in-place kernels' 4 rows, each reading the cache's rows as they are, instead of one
-// chunk that first decodes every position into fp32 scratch: a verify step's scratch round trip
-// of its whole context cost more than its 4 rows' re-reads of the rows (from L2). Longer prefill
-// chunks share one decode among their chunks and keep it.
+// of at most the in-place kernel's 8 rows, each reading the cache's rows as they are, instead
+// of one chunk that first decodes every position into fp32 scratch: a verify step's scratch
+// round trip of its whole context cost more than its chunks' re-reads of the rows (from L2).
+// Longer prefill chunks share one decode among their chunks and keep it.
 constexpr int64_t kInPlaceMaxRows = 16;
-// The most rows the decode kernels take (attend_rows_kv and the split pair: one register per
-// row's scores).
-constexpr int64_t kInPlaceChunkRows = 4;
+// The most rows the in-place kernel takes (attend_rows_kv), and the split pair.
+constexpr int64_t kInPlaceChunkRows = 8;
+constexpr int64_t kSplitMaxRows = 4;
+
+// Rows per in-place chunk of a (sequence, KV head) with `rows` rows: as few chunks of equal size
+// as the kernel allows (each chunk converts and transposes every K row once for all its rows),
+// but two from 5 rows on when the step has fewer (sequence, KV head) pairs than two per thread:
+// SmolLM2's one verifying sequence has 3 KV heads for 2 threads (15 rows: 8 + 7 each, 6 chunks).
+int64_t in_place_chunk_rows(int64_t rows, bool few_pairs) {
+  const int64_t chunks = std::max<int64_t>((rows + kInPlaceChunkRows - 1) / kInPlaceChunkRows,
+                                           few_pairs && rows > kSplitMaxRows ? 2 : 1);
+  return (rows + chunks - 1) / chunks;
+}
 
 // A chunk's rows as attend_rows and the split kernels take them.
 struct ChunkRows {
@@ -164,7 +174,7 @@ bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
   if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
     return false;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    if (chunks[c].num_rows > kInPlaceChunkRows || rows[c].max_positions < kSplitMinPositions)
+    if (chunks[c].num_rows > kSplitMaxRows || rows[c].max_positions < kSplitMinPositions)
       return false;
   }
   return true;
@@ -235,11 +245,13 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
   const int64_t group_size = num_heads / num_kv_heads;
   const bool reads_in_place = kv.format != KvFormat::kF32 && softcap == 0.0f && head_dim % 8 == 0 &&
                               kernels.attend_rows_kv != nullptr;
+  const bool few_pairs = num_sequences * num_kv_heads < 2 * pool.num_threads();
   std::vector<Chunk> chunks;
   for (int64_t s = 0; s < num_sequences; ++s) {
     const int64_t rows = sequences[s].num_tokens * group_size;
-    const int64_t chunk_rows =
-        reads_in_place && rows <= kInPlaceMaxRows ? kInPlaceChunkRows : kAttentionMaxRows;
+    const int64_t chunk_rows = reads_in_place && rows <= kInPlaceMaxRows
+                                   ? in_place_chunk_rows(rows, few_pairs)
+                                   : kAttentionMaxRows;
     for (int64_t g = 0; g < num_kv_heads; ++g) {
       for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows)
         chunks.push_back({s, g, r0, std::min(chunk_rows, rows - r0)});

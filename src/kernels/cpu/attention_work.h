@@ -31,12 +31,12 @@ struct KvRows {
 // q, out: [tokens, num_heads, head_dim]; token t of sequence s attends to positions
 // [0, first_position + t - first_token]. KV head g's rows start at element g * head_dim. softcap
 // > 0: scores become softcap * tanh(score / softcap) (attend_rows_softcapped, never split).
-// Rows in another format than fp32 are read in place by the decode kernels (1-4 rows, which
-// convert each element as they load it: IsaKernels::attend_rows_kv and the split pair) -- a
-// decode's group, and in chunks of 4 the rows of a sequence with few (a speculative step's
-// verified tokens) -- and otherwise (prefill chunks, the scalar table, soft-capping) decoded, a
-// work item's positions at a time, into fp32 scratch that the fp32 kernels read. Either way a row's
-// result is the fp32 kernel's on the decoded values, whatever shares its batch.
+// Rows in another format than fp32 are read in place by the decode kernels (1-8 rows, which
+// convert each element as they load it: IsaKernels::attend_rows_kv, and the split pair for 1-4)
+// -- a decode's group, and in chunks of up to 8 the rows of a sequence with few (a speculative
+// step's verified tokens) -- and otherwise (prefill chunks, the scalar table, soft-capping)
+// decoded, a work item's positions at a time, into fp32 scratch that the fp32 kernels read. Either
+// way a row's result is the fp32 kernel's on the decoded values, whatever shares its batch.
 void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
                       const AttentionSequence* sequences, int64_t num_sequences, const KvRows& kv,
                       int64_t num_heads, int64_t num_kv_heads, int64_t head_dim, float scale,
