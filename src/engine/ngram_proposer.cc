@@ -5,7 +5,7 @@
 namespace lm {
 
 std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t max_tokens,
-                                   int64_t max_match) {
+                                   int64_t max_match, int64_t min_match) {
   const auto size = static_cast<int64_t>(token_ids.size());
   if (max_tokens < 1 || max_match < 1 || size < 2) return {};
   const auto at = [&](int64_t i) { return token_ids[static_cast<size_t>(i)]; };
@@ -25,7 +25,7 @@ std::vector<int32_t> propose_ngram(std::span<const int32_t> token_ids, int64_t m
       best_end = end;
     }
   }
-  if (best_end < 0) return {};
+  if (best_end < 0 || best_length < min_match) return {};
   // NOTE: past the end the copy reads its own output (LZ77's overlapping copy), so a run that
   // repeats with a period shorter than max_tokens is proposed in full, not cut at the end of
   // the known ids.

@@ -23,7 +23,8 @@ TEST(NgramProposer, ProposesNothingWhenNoSuffixRecurs) {
 TEST(NgramProposer, TheLongestRecurringSuffixWins) {
   // [1 2 3] recurs at 0 (then 9 2 3); the 1-gram [3] recurs later, at 5 (then 8): 3-gram first.
   EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3), (Ids{9, 2, 3}));
-  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3, /*max_match=*/1), (Ids{8, 1, 2}));
+  EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 9, 2, 3, 8, 1, 2, 3}, 3, /*max_match=*/1, /*min_match=*/1),
+            (Ids{8, 1, 2}));
 }
 
 TEST(NgramProposer, AMatchLongerThanAFixedNgramWinsOverALaterOne) {
@@ -44,7 +45,14 @@ TEST(NgramProposer, CopiesTheLatestEarlierOccurrence) {
 TEST(NgramProposer, RunsRepeatPastTheEnd) {
   EXPECT_EQ(propose_ngram(Ids{4, 4, 4}, 5), (Ids{4, 4, 4, 4, 4}));
   EXPECT_EQ(propose_ngram(Ids{1, 2, 3, 1, 2, 3}, 4), (Ids{1, 2, 3, 1}));
-  EXPECT_EQ(propose_ngram(Ids{5, 6, 5}, 4), (Ids{6, 5, 6, 5}));
+  EXPECT_EQ(propose_ngram(Ids{6, 5, 6, 5}, 5), (Ids{6, 5, 6, 5, 6}));
+}
+
+TEST(NgramProposer, ALoneRecurringTokenProposesNothingByDefault) {
+  // 1 recurs, but what preceded it (nothing) does not match 2: a 1-token match.
+  EXPECT_EQ(propose_ngram(Ids{1, 9, 2, 1}, 3), Ids{});
+  EXPECT_EQ(propose_ngram(Ids{1, 9, 2, 1}, 3, kMaxProposalMatch, /*min_match=*/1), (Ids{9, 2, 1}));
+  EXPECT_EQ(propose_ngram(Ids{5, 1, 9, 2, 5, 1}, 2), (Ids{9, 2}));  // 2 tokens: enough
 }
 
 TEST(NgramProposer, TheProposalLimitGrowsByTwoWhenAllAreAcceptedAndShrinksByOneOtherwise) {

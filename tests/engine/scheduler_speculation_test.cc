@@ -121,21 +121,23 @@ TEST(SchedulerSpeculation, AcceptedProposalsAreKeptAndRejectedOnesRolledBack) {
 // with every proposal accepted, within --speculate.
 TEST(SchedulerSpeculation, TheProposalLengthFollowsTheSequencesAcceptance) {
   Scheduler scheduler(config());
-  scheduler.add(request({1, 2, 1, 2, 1}, 20), nullptr);
+  scheduler.add(request({7, 1, 1, 1, 2, 1, 2, 1}, 20), nullptr);
   scheduler.update(scheduler.schedule(), samples({2}));
+  // 7 1 1 1 2 1 2 1 2: [1 2 1 2] matches at 3-6, followed by 1 2 (then 1 again, periodically).
   ScheduledBatch batch = scheduler.schedule();
   EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 2, 1}}));
   // 1 is accepted, then 1 instead of 2: a rejection (the executor samples up to it).
   StepOutput out = scheduler.update(batch, samples({1, 1}));
   EXPECT_EQ(out.num_accepted, (std::vector<int64_t>{1}));
-  // ... 1 2 1 1: the 1-gram [1] recurs just before, so a run of 1s is proposed: two, not three.
+  // ... 2 1 1: [1 1] matches at 2-3, followed by 2 1: two proposed, not three.
   batch = scheduler.schedule();
-  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 1}}));
-  out = scheduler.update(batch, samples({1, 1, 1}));
+  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{2, 1}}));
+  out = scheduler.update(batch, samples({2, 1, 2}));
   EXPECT_EQ(out.num_accepted, (std::vector<int64_t>{2}));
-  // Both accepted: up to three again (two more, within speculate = 3).
+  // Both accepted: up to three again (two more, within speculate = 3); ... 1 1 2 1 2 matches
+  // furthest back at 2-6 (1 1 2 1 2), followed by 1 2 1.
   batch = scheduler.schedule();
-  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 1, 1}}));
+  EXPECT_EQ(proposals(batch), (std::vector<Ids>{{1, 2, 1}}));
   scheduler.update(batch, samples({2}));
   EXPECT_INVARIANTS(scheduler);
 }
