@@ -22,6 +22,7 @@
 
 #include "kernels/cpu/kv_format.h"
 #include "kernels/cpu/lane_math.h"
+#include "kernels/cpu/row_count_dispatch.h"
 
 namespace lm::kernels {
 
@@ -29,6 +30,8 @@ namespace lm::kernels {
 inline constexpr int64_t kAttentionPositionTile = 64;
 // Query rows per attend_rows call: one per lane of two 512-bit registers (attend's groups).
 inline constexpr int64_t kAttentionMaxRows = 32;
+// Query rows per attend_rows_kv call (positions in lanes: one score register per row).
+inline constexpr int64_t kAttentionInPlaceMaxRows = 8;
 
 }  // namespace lm::kernels
 
@@ -479,6 +482,17 @@ static void attend_keys_in_lanes(const float* const* q_rows, float* const* out_r
   }
 }
 
+// attend_keys_in_lanes' positions (J blocks of 8) and dimensions (D blocks of 8) per pass for R
+// rows: more where fewer rows leave registers free.
+template <int R>
+inline constexpr int kKeyBlocks = R == 1   ? 4
+                                  : R == 2 ? 2
+                                           : 1;
+template <int R>
+inline constexpr int kValueBlocks = R == 1   ? 4
+                                    : R <= 4 ? 2
+                                             : 1;
+
 // attend_keys_in_lanes cut in two so that one (sequence, KV head) can be spread over threads,
 // with the same bits: scores_in_lanes writes the scaled, masked scores of positions
 // [p_begin, p_end) (p_begin a multiple of 8; whole blocks of 8 up to the padded end when p_end is
@@ -568,21 +582,6 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
   }
 }
 
-// f.template operator()<R>() for R = num_rows, 1 to 4.
-template <typename F>
-static void with_rows(int64_t num_rows, const F& f) {
-  switch (num_rows) {
-    case 1:
-      return f.template operator()<1>();
-    case 2:
-      return f.template operator()<2>();
-    case 3:
-      return f.template operator()<3>();
-    default:
-      return f.template operator()<4>();
-  }
-}
-
 // IsaKernels::decode_kv: whole groups of 8 through the element policies, the tail (n % 8) by
 // the scalar decoder (kv_format.h), which gives the same values.
 [[maybe_unused]] static void decode_kv_any(KvFormat format, const void* src, float* dst,
@@ -607,32 +606,10 @@ static void with_rows(int64_t num_rows, const F& f) {
     using T = typename E::T;
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
-    switch (num_rows) {
-      case 1:
-        return attend_keys_in_lanes<1, 4, 4, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 2:
-        return attend_keys_in_lanes<2, 2, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 3:
-        return attend_keys_in_lanes<3, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 4:
-        return attend_keys_in_lanes<4, 1, 2, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 5:
-        return attend_keys_in_lanes<5, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 6:
-        return attend_keys_in_lanes<6, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      case 7:
-        return attend_keys_in_lanes<7, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-      default:
-        return attend_keys_in_lanes<8, 1, 1, E>(q_rows, out_rows, num_positions, kt, vt, offsets,
-                                                head_dim, scale, scratch);
-    }
+    with_row_count<kAttentionInPlaceMaxRows>(num_rows, [&]<int R>() {
+      attend_keys_in_lanes<R, kKeyBlocks<R>, kValueBlocks<R>, E>(
+          q_rows, out_rows, num_positions, kt, vt, offsets, head_dim, scale, scratch);
+    });
   });
 }
 
@@ -642,7 +619,7 @@ static void with_rows(int64_t num_rows, const F& f) {
                                         float scale, int64_t p_begin, int64_t p_end, float* scores,
                                         int64_t stride) {
   with_elements(format, [&]<typename E>() {
-    with_rows(num_rows, [&]<int R>() {
+    with_row_count<4>(num_rows, [&]<int R>() {
       scores_in_lanes<R, E>(q_rows, num_positions, static_cast<const typename E::T*>(k), offsets,
                             head_dim, scale, p_begin, p_end, scores, stride);
     });
@@ -655,7 +632,7 @@ static void with_rows(int64_t num_rows, const F& f) {
                                         int64_t d_begin, int64_t d_end, float* const* out_rows,
                                         float* scratch) {
   with_elements(format, [&]<typename E>() {
-    with_rows(num_rows, [&]<int R>() {
+    with_row_count<4>(num_rows, [&]<int R>() {
       values_in_lanes<R, E>(scores, stride, num_positions, static_cast<const typename E::T*>(v),
                             offsets, head_dim, d_begin, d_end, out_rows, scratch);
     });
@@ -671,21 +648,11 @@ static void attend_any(const float* const* q_rows, float* const* out_rows,
                        const float* v, const int64_t* offsets, int64_t head_dim, float scale,
                        float* scratch) {
   if (num_rows <= 4 && head_dim % 8 == 0) {
-    // More positions (J) and dimensions (D) per pass where fewer rows leave registers free.
-    switch (num_rows) {
-      case 1:
-        return attend_keys_in_lanes<1, 4, 4>(q_rows, out_rows, num_positions, k, v, offsets,
-                                             head_dim, scale, scratch);
-      case 2:
-        return attend_keys_in_lanes<2, 2, 2>(q_rows, out_rows, num_positions, k, v, offsets,
-                                             head_dim, scale, scratch);
-      case 3:
-        return attend_keys_in_lanes<3, 1, 2>(q_rows, out_rows, num_positions, k, v, offsets,
-                                             head_dim, scale, scratch);
-      default:
-        return attend_keys_in_lanes<4, 1, 2>(q_rows, out_rows, num_positions, k, v, offsets,
-                                             head_dim, scale, scratch);
-    }
+    with_row_count<4>(num_rows, [&]<int R>() {
+      attend_keys_in_lanes<R, kKeyBlocks<R>, kValueBlocks<R>>(q_rows, out_rows, num_positions, k, v,
+                                                              offsets, head_dim, scale, scratch);
+    });
+    return;
   }
   if (num_rows <= 4) {
     attend<lanes::Xmm>(q_rows, out_rows, num_positions, num_rows, k, v, offsets, head_dim, scale,

@@ -45,7 +45,7 @@ constexpr int64_t kSplitMinPositions = 256;
 // Longer prefill chunks share one decode among their chunks and keep it.
 constexpr int64_t kInPlaceMaxRows = 16;
 // The most rows the in-place kernel takes (attend_rows_kv), and the split pair.
-constexpr int64_t kInPlaceChunkRows = 8;
+constexpr int64_t kInPlaceChunkRows = kAttentionInPlaceMaxRows;
 constexpr int64_t kSplitMaxRows = 4;
 
 // Rows per in-place chunk of a (sequence, KV head) with `rows` rows: as few chunks of equal size

@@ -30,6 +30,7 @@
 #include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/lowbit_blocks.h"
 #include "kernels/cpu/q4_z128_blocks.h"
+#include "kernels/cpu/row_count_dispatch.h"
 
 namespace lm::kernels {
 namespace {
@@ -621,23 +622,9 @@ void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_
     int64_t i = 0;
     for (; i + 4 <= m && m - i != 5; i += 4)
       group_tile<F, 4>(wg, x + i * blocks, blocks, yg + i * ldy, ldy);
-    const PreparedBlock* xi = x + i * blocks;
-    float* yi = yg + i * ldy;
-    switch (m - i) {
-      case 5:
-        group_tile<F, 5>(wg, xi, blocks, yi, ldy);
-        break;
-      case 3:
-        group_tile<F, 3>(wg, xi, blocks, yi, ldy);
-        break;
-      case 2:
-        group_tile<F, 2>(wg, xi, blocks, yi, ldy);
-        break;
-      case 1:
-        group_tile<F, 1>(wg, xi, blocks, yi, ldy);
-        break;
-      default:
-        break;
+    if (i < m) {
+      with_row_count<5>(
+          m - i, [&]<int R>() { group_tile<F, R>(wg, x + i * blocks, blocks, yg + i * ldy, ldy); });
     }
   }
 }
