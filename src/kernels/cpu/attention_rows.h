@@ -32,6 +32,8 @@ inline constexpr int64_t kAttentionPositionTile = 64;
 inline constexpr int64_t kAttentionMaxRows = 32;
 // Query rows per attend_rows_kv call (positions in lanes: one score register per row).
 inline constexpr int64_t kAttentionInPlaceMaxRows = 8;
+// Query rows per attend_scores / attend_values call (the split decode pair).
+inline constexpr int64_t kAttentionSplitMaxRows = 4;
 
 }  // namespace lm::kernels
 
@@ -619,7 +621,7 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
                                         float scale, int64_t p_begin, int64_t p_end, float* scores,
                                         int64_t stride) {
   with_elements(format, [&]<typename E>() {
-    with_row_count<4>(num_rows, [&]<int R>() {
+    with_row_count<kAttentionSplitMaxRows>(num_rows, [&]<int R>() {
       scores_in_lanes<R, E>(q_rows, num_positions, static_cast<const typename E::T*>(k), offsets,
                             head_dim, scale, p_begin, p_end, scores, stride);
     });
@@ -632,7 +634,7 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
                                         int64_t d_begin, int64_t d_end, float* const* out_rows,
                                         float* scratch) {
   with_elements(format, [&]<typename E>() {
-    with_row_count<4>(num_rows, [&]<int R>() {
+    with_row_count<kAttentionSplitMaxRows>(num_rows, [&]<int R>() {
       values_in_lanes<R, E>(scores, stride, num_positions, static_cast<const typename E::T*>(v),
                             offsets, head_dim, d_begin, d_end, out_rows, scratch);
     });

@@ -44,17 +44,15 @@ constexpr int64_t kSplitMinPositions = 256;
 // round trip of its whole context cost more than its chunks' re-reads of the rows (from L2).
 // Longer prefill chunks share one decode among their chunks and keep it.
 constexpr int64_t kInPlaceMaxRows = 16;
-// The most rows the in-place kernel takes (attend_rows_kv), and the split pair.
-constexpr int64_t kInPlaceChunkRows = kAttentionInPlaceMaxRows;
-constexpr int64_t kSplitMaxRows = 4;
 
 // Rows per in-place chunk of a (sequence, KV head) with `rows` rows: as few chunks of equal size
 // as the kernel allows (each chunk converts and transposes every K row once for all its rows),
 // but two from 5 rows on when the step has fewer (sequence, KV head) pairs than two per thread:
 // SmolLM2's one verifying sequence has 3 KV heads for 2 threads (15 rows: 8 + 7 each, 6 chunks).
 int64_t in_place_chunk_rows(int64_t rows, bool few_pairs) {
-  const int64_t chunks = std::max<int64_t>((rows + kInPlaceChunkRows - 1) / kInPlaceChunkRows,
-                                           few_pairs && rows > kSplitMaxRows ? 2 : 1);
+  const int64_t chunks =
+      std::max<int64_t>((rows + kAttentionInPlaceMaxRows - 1) / kAttentionInPlaceMaxRows,
+                        few_pairs && rows > kAttentionSplitMaxRows ? 2 : 1);
   return (rows + chunks - 1) / chunks;
 }
 
@@ -174,7 +172,7 @@ bool split_pays(const IsaKernels& kernels, const std::vector<Chunk>& chunks,
   if (kernels.attend_scores == nullptr || kernels.attend_values == nullptr || head_dim % 8 != 0)
     return false;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    if (chunks[c].num_rows > kSplitMaxRows || rows[c].max_positions < kSplitMinPositions)
+    if (chunks[c].num_rows > kAttentionSplitMaxRows || rows[c].max_positions < kSplitMinPositions)
       return false;
   }
   return true;
@@ -281,7 +279,7 @@ void attend_sequences(const IsaKernels& kernels, const float* q, float* out,
           rows_of(chunk, sequences[chunk.sequence], q, out, num_heads, group_size, head_dim);
       // A decode group (or a short entry's chunk) over a 16/8-bit cache: read in place (no
       // scratch round trip).
-      if (reads_in_place && chunk.num_rows <= kInPlaceChunkRows) {
+      if (reads_in_place && chunk.num_rows <= kAttentionInPlaceMaxRows) {
         const int64_t at = chunk.kv_head * head_dim * kv_element_bytes(kv.format);
         kernels.attend_rows_kv(kv.format, r.q, r.out, r.num_positions, chunk.num_rows,
                                static_cast<const unsigned char*>(kv.k) + at,
