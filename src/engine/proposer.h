@@ -38,6 +38,16 @@ class Proposer {
   // Rows the last propose() computed only to catch up (0 where nothing is computed): a step
   // that caught up on more than it proposed is a transition, not speculation's steady cost.
   virtual int64_t last_catch_up_rows() const { return 0; }
+  // The seconds those rows took (their share of the forward that computed them).
+  virtual double last_catch_up_seconds() const { return 0; }
+  // Rows a propose() for this sequence now would compute only to catch up on `token_ids` (a
+  // draft model: its whole prompt the first time). The scheduler leaves a sequence out whose
+  // catch-up its remaining tokens would not pay back (SpeculationGovernor::catch_up_pays).
+  virtual int64_t catch_up_rows(int64_t seq_id, std::span<const int32_t> token_ids) const {
+    (void)seq_id;
+    (void)token_ids;
+    return 0;
+  }
 };
 
 }  // namespace lm

@@ -355,6 +355,12 @@ void Scheduler::propose(ScheduledBatch& batch,
         std::min(max_tokens, num_free_tokens(size_of(seq->block_table), end, num_planned_blocks));
     if (capped && max_tokens > 0) max_tokens = fit_chunk(planned, end, max_tokens);
     if (max_tokens < 1) continue;
+    // A draft model's catch-up on a long prompt that a short answer would not pay back.
+    if (config_.adaptive_speculation && !proposer_->cheap_to_resume() &&
+        !governor_.catch_up_pays(static_cast<int64_t>(decoding.size()),
+                                 proposer_->catch_up_rows(seq->id, seq->token_ids),
+                                 seq->request.max_new_tokens - seq->num_generated_tokens()))
+      continue;
     num_planned_blocks += num_blocks_for(end + max_tokens) - size_of(seq->block_table);
     planned.add(end, max_tokens, /*prefill=*/true);
     slots.push_back(
@@ -363,6 +369,7 @@ void Scheduler::propose(ScheduledBatch& batch,
   }
   if (slots.empty()) return;
   proposer_->propose(slots);
+  governor_.observe_catch_up(proposer_->last_catch_up_rows(), proposer_->last_catch_up_seconds());
   for (size_t i = 0; i < slots.size(); ++i) {
     auto [idx, seq] = proposing[i];
     std::vector<int32_t>& proposed = slots[i].proposed;

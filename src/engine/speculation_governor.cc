@@ -41,6 +41,28 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
   mean(arm.seconds_per_step, seconds);
   mean(arm.tokens_per_step, static_cast<double>(num_tokens));
   ++arm.num_observed;
+  arm.total_seconds += seconds;
+  arm.total_tokens += static_cast<double>(num_tokens);
+}
+
+void SpeculationGovernor::observe_catch_up(int64_t rows, double seconds) {
+  if (rows < kMinCatchUpRows || !std::isfinite(seconds) || seconds <= 0) return;
+  const double per_row = seconds / static_cast<double>(rows);
+  catch_up_seconds_per_row_ =
+      catch_up_seconds_per_row_ == 0
+          ? per_row
+          : (1 - kSmoothing) * catch_up_seconds_per_row_ + kSmoothing * per_row;
+}
+
+bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
+                                        int64_t tokens_left) const {
+  if (rows <= 0 || catch_up_seconds_per_row_ == 0) return true;
+  const Bucket& b = buckets_[bucket_index(num_decoding)];
+  if (b.speculative.num_observed < kMinSamples || b.plain.num_observed < kMinSamples) return true;
+  const double saved_per_token =
+      b.plain.long_run_seconds_per_token() - b.speculative.long_run_seconds_per_token();
+  return static_cast<double>(tokens_left) * saved_per_token >
+         kCatchUpPayback * static_cast<double>(rows) * catch_up_seconds_per_row_;
 }
 
 double SpeculationGovernor::seconds_per_token(bool proposed, int64_t num_decoding) const {

@@ -9,7 +9,11 @@
 // speculation that found nothing to propose is tried again the next step), so a change of load
 // or of text is seen -- except speculation by a proposer that is costly to resume (a draft model,
 // whose first step after a pause catches up on every token it missed): once it has lost in a
-// bucket it is not tried there again. Plain data: the engine feeds it seconds; it reads no clock.
+// bucket it is not tried there again. Such a proposer's catch-up on a new sequence (a draft
+// model's forward over the whole prompt) is paid once, where the two arms' difference is earned
+// per token: a sequence is left out of speculation when its tokens left, at the measured saving
+// per token, would not pay back its catch-up at the measured seconds per caught-up row (a long
+// prompt asking for a short answer). Plain data: it is fed seconds; it reads no clock.
 #pragma once
 
 #include <array>
@@ -43,6 +47,24 @@ class SpeculationGovernor {
   // seconds (schedule, drafting, forward, sampling, delivery).
   void observe(bool proposed, int64_t num_decoding, int64_t num_tokens, double seconds);
 
+  // A proposer's catch-up of `rows` rows took `seconds`; catch-ups of fewer than
+  // kMinCatchUpRows rows are not counted (a decode-sized forward's rows each cost far more than
+  // a prompt's, as each reads all the weights).
+  static constexpr int64_t kMinCatchUpRows = 32;
+  void observe_catch_up(int64_t rows, double seconds);
+  // How many times over a catch-up must be paid back. The saving per token is the bucket's
+  // recent mean, not this sequence's own (a long prompt makes every step of it dearer, and the
+  // arms are noisy), so a catch-up that merely breaks even by that estimate is all risk: the
+  // default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
+  // against a 0.51 s catch-up, then caught up in 0.59 s and saved 0.31 s.
+  static constexpr double kCatchUpPayback = 2;
+  // Whether a sequence that would catch up on `rows` rows before it proposes, with at most
+  // `tokens_left` tokens to generate, pays that back in a step of `num_decoding` sequences:
+  // tokens_left x (plain - speculative seconds per token, each over all the arm's steps) against
+  // kCatchUpPayback x rows x seconds per caught-up row. True while any of the three is
+  // unmeasured.
+  bool catch_up_pays(int64_t num_decoding, int64_t rows, int64_t tokens_left) const;
+
   // An arm's seconds per delivered token: its running mean of a step's seconds over that of its
   // tokens (0 before any sample), for tests.
   double seconds_per_token(bool proposed, int64_t num_decoding) const;
@@ -52,12 +74,21 @@ class SpeculationGovernor {
   // seconds per token. (A mean of each step's own ratio let one step whose proposals were all
   // rejected -- a verify step's time for one token -- outweigh the steps that delivered five, and
   // turned speculation off where it was paying: the default model on the code task, 2 threads.)
+  // The catch-up test reads each arm's totals instead, its mean over every step it ran: what
+  // it decides is not revisited (a sequence left out never measures speculation again), so it
+  // must not follow the running means' swings (two rejected steps turned a 2 ms saving a token
+  // into 0.1 ms, and a 42-token prompt was left out).
   struct Arm {
     double seconds_per_step = 0;
     double tokens_per_step = 0;
     int64_t num_observed = 0;
+    double total_seconds = 0;
+    double total_tokens = 0;
     double seconds_per_token() const {
       return tokens_per_step > 0 ? seconds_per_step / tokens_per_step : 0;
+    }
+    double long_run_seconds_per_token() const {
+      return total_tokens > 0 ? total_seconds / total_tokens : 0;
     }
   };
   struct Bucket {
@@ -70,6 +101,8 @@ class SpeculationGovernor {
   static size_t bucket_index(int64_t num_decoding);
 
   std::array<Bucket, 6> buckets_{};
+  // Running mean of seconds per caught-up row (0 before any catch-up of kMinCatchUpRows).
+  double catch_up_seconds_per_row_ = 0;
   bool probe_speculation_;
 };
 

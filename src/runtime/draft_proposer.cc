@@ -1,6 +1,7 @@
 #include "runtime/draft_proposer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 
@@ -14,6 +15,21 @@ DraftProposer::DraftProposer(LlamaModel& model, ThreadPool& pool, int64_t num_bl
       num_ids_(std::min(num_ids, model.config().vocab_size)),
       blocks_(num_blocks, block_size) {
   LM_CHECK(num_blocks >= 2 && num_ids_ >= 1);
+}
+
+int64_t DraftProposer::num_kept(const DraftSequence& seq, std::span<const int32_t> token_ids) {
+  // The ids it holds K/V for that are still the sequence's (proposals the target rejected are
+  // not).
+  const auto common = static_cast<int64_t>(std::ranges::mismatch(seq.token_ids, token_ids).in1 -
+                                           seq.token_ids.begin());
+  return std::min(common, static_cast<int64_t>(token_ids.size()) - 1);
+}
+
+int64_t DraftProposer::catch_up_rows(int64_t seq_id, std::span<const int32_t> token_ids) const {
+  const auto size = static_cast<int64_t>(token_ids.size());
+  if (size == 0) return 0;
+  auto it = sequences_.find(seq_id);
+  return size - 1 - (it == sequences_.end() ? 0 : num_kept(it->second, token_ids));
 }
 
 void DraftProposer::release(int64_t seq_id) {
@@ -53,6 +69,7 @@ int64_t DraftProposer::grow(DraftSequence& seq, int64_t num_blocks) {
 void DraftProposer::propose(std::span<ProposalSlot> slots) {
   ++num_calls_;
   last_catch_up_rows_ = 0;
+  last_catch_up_seconds_ = 0;
   const int64_t bs = kv_.block_size();
   auto blocks_for = [bs](int64_t num_tokens) { return (num_tokens + bs - 1) / bs; };
   // Marked first, so growing one of them never evicts another.
@@ -65,11 +82,7 @@ void DraftProposer::propose(std::span<ProposalSlot> slots) {
     const auto size = static_cast<int64_t>(slot.token_ids.size());
     if (size == 0 || slot.max_tokens < 1) continue;
     DraftSequence& seq = sequences_[slot.seq_id];
-    // The ids it holds K/V for that are still the sequence's (proposals the target rejected are
-    // not); the last id is always computed again: its row gives the first proposal.
-    const auto common = static_cast<int64_t>(
-        std::ranges::mismatch(seq.token_ids, slot.token_ids).in1 - seq.token_ids.begin());
-    const int64_t keep = std::min(common, size - 1);
+    const int64_t keep = num_kept(seq, slot.token_ids);
     seq.token_ids.resize(static_cast<size_t>(keep));
     // K/V is written up to position size + n - 2: the catch-up, then each proposal but the last
     // fed back. Within the draft's context and the blocks it can get.
@@ -93,7 +106,12 @@ void DraftProposer::propose(std::span<ProposalSlot> slots) {
   }
   last_catch_up_rows_ = static_cast<int64_t>(tokens.size()) - static_cast<int64_t>(drafts.size());
   if (drafts.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
   forward(drafts, num_rows, tokens, positions);
+  // The catch-up rows' share of the forward that computed them with each draft's first row.
+  last_catch_up_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+      static_cast<double>(last_catch_up_rows_) / static_cast<double>(tokens.size());
   // Each further proposal: the latest one fed back at the position after it.
   for (int64_t j = 1;; ++j) {
     std::vector<Draft> next;

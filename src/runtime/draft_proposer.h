@@ -40,6 +40,8 @@ class DraftProposer final : public Proposer {
   const char* kind() const override { return "draft model"; }
   bool cheap_to_resume() const override { return false; }
   int64_t last_catch_up_rows() const override { return last_catch_up_rows_; }
+  double last_catch_up_seconds() const override { return last_catch_up_seconds_; }
+  int64_t catch_up_rows(int64_t seq_id, std::span<const int32_t> token_ids) const override;
 
   // Sequences holding draft K/V, and blocks free in the draft's pool (for tests).
   int64_t num_sequences() const { return static_cast<int64_t>(sequences_.size()); }
@@ -60,6 +62,9 @@ class DraftProposer final : public Proposer {
     int64_t num_tokens;
   };
 
+  // Of the sequence's ids, how many the draft holds K/V for and keeps (the last is always
+  // computed again: its row gives the first proposal).
+  static int64_t num_kept(const DraftSequence& seq, std::span<const int32_t> token_ids);
   // Grows the table to `num_blocks`, taking blocks of sequences not drafted in this call when
   // none are free; returns how many it has.
   int64_t grow(DraftSequence& seq, int64_t num_blocks);
@@ -78,6 +83,7 @@ class DraftProposer final : public Proposer {
   uint64_t num_calls_ = 0;
   int64_t num_computed_rows_ = 0;
   int64_t last_catch_up_rows_ = 0;
+  double last_catch_up_seconds_ = 0;
   // The forward's inputs and logits, reused between calls.
   std::vector<int64_t> slot_mapping_;
   std::vector<int32_t> query_begins_, block_tables_, logit_rows_;

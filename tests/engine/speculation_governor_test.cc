@@ -1,6 +1,7 @@
 // SpeculationGovernor on hand-fed step times: speculation tried first, then plain decoding, then
 // the faster arm with the slower one probed every 16th step (speculation by a proposer costly to
-// resume not probed); batch sizes decided apart; a change of speed followed.
+// resume not probed); batch sizes decided apart; a change of speed followed; a catch-up judged
+// against the tokens left to earn it back.
 #include "engine/speculation_governor.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +119,42 @@ TEST(SpeculationGovernor, AProbeThatProposedNothingIsTriedAgainNextStep) {
   EXPECT_TRUE(g.should_propose(1));  // so the next probes again
   g.observe(true, 1, 5, 0.060);      // and proposed: back to every 16th step
   EXPECT_FALSE(g.should_propose(1));
+}
+
+// A costly-to-resume proposer's catch-up on a sequence (a draft model's forward over its prompt)
+// is paid once and earned back per token: it pays where the tokens left at the measured saving
+// per token outweigh its rows at the measured seconds per caught-up row, twice over.
+TEST(SpeculationGovernor, ACatchUpPaysWhereTheTokensLeftEarnItBack) {
+  SpeculationGovernor g(/*probe_speculation=*/false);
+  // Nothing measured: every catch-up is worth trying.
+  EXPECT_TRUE(g.catch_up_pays(1, 700, 10));
+  // 0.5 ms a caught-up row; a small catch-up (a decode-sized forward) is not counted.
+  g.observe_catch_up(100, 0.050);
+  g.observe_catch_up(SpeculationGovernor::kMinCatchUpRows - 1, 1.0);
+  g.observe_catch_up(200, -1);
+  EXPECT_TRUE(g.catch_up_pays(1, 700, 10));  // the arms are not measured yet
+  // 8 ms a token with proposals, 10 without: 2 ms saved a token.
+  run(g, 1, 6, 0.010, 0.008);
+  // 700 rows cost 0.35 s: 360 tokens left earn 0.72 s, twice that; 340 earn 0.68.
+  static_assert(SpeculationGovernor::kCatchUpPayback == 2);
+  EXPECT_TRUE(g.catch_up_pays(1, 700, 360));
+  EXPECT_FALSE(g.catch_up_pays(1, 700, 340));
+  EXPECT_TRUE(g.catch_up_pays(1, 3, 2));    // a few tokens missed: paid back at once
+  EXPECT_TRUE(g.catch_up_pays(1, 0, 0));    // nothing to catch up
+  EXPECT_TRUE(g.catch_up_pays(2, 700, 1));  // 2-3 sequences: that bucket is not measured
+  // Two steps whose proposals were all rejected (a token each in 30 ms) swing the running means
+  // past plain decoding, but not the arms' totals the catch-up is judged by: a short prompt's
+  // catch-up still pays.
+  run(g, 1, 48, 0.010, 0.008);
+  g.observe(true, 1, 1, 0.030);
+  g.observe(true, 1, 1, 0.030);
+  EXPECT_GT(g.seconds_per_token(true, 1), g.seconds_per_token(false, 1));
+  EXPECT_TRUE(g.catch_up_pays(1, 42, 191));
+  // Where speculation saves nothing, no catch-up pays.
+  SpeculationGovernor h(/*probe_speculation=*/false);
+  h.observe_catch_up(100, 0.050);
+  run(h, 1, 6, 0.010, 0.010);
+  EXPECT_FALSE(h.catch_up_pays(1, 100, 100000));
 }
 
 }  // namespace

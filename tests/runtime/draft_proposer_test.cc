@@ -68,7 +68,11 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   std::vector<ProposalSlot> slots(2);
   slots[0] = {.seq_id = 7, .token_ids = a, .max_tokens = 5, .proposed = {}};
   slots[1] = {.seq_id = 9, .token_ids = b, .max_tokens = 3, .proposed = {}};
+  // Before it has seen them, a sequence would catch up on all its ids but the last.
+  EXPECT_EQ(drafter.catch_up_rows(7, a), 12);
+  EXPECT_EQ(drafter.catch_up_rows(9, b), 5);
   drafter.propose(slots);
+  EXPECT_GT(drafter.last_catch_up_seconds(), 0);
   EXPECT_EQ(slots[0].proposed, greedy(*model, pool, a, 5));
   EXPECT_EQ(slots[1].proposed, greedy(*model, pool, b, 3));
   // Catch-up rows (13 + 6), then the proposals fed back but the last (4 + 2).
@@ -84,6 +88,8 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   a.push_back((first[2] + 1) % static_cast<int32_t>(vocab));
   std::vector<ProposalSlot> again(1);
   again[0] = {.seq_id = 7, .token_ids = a, .max_tokens = 4, .proposed = {}};
+  // What it holds of a's ids now: all but the target's own token (the last, computed anyway).
+  EXPECT_EQ(drafter.catch_up_rows(7, a), 0);
   const int64_t rows_before = drafter.num_computed_rows();
   drafter.propose(again);
   EXPECT_EQ(again[0].proposed, greedy(*model, pool, a, 4));
@@ -91,6 +97,7 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   // the accepted proposals), then 3 fed back.
   EXPECT_EQ(drafter.num_computed_rows() - rows_before, 1 + 3);
   EXPECT_EQ(drafter.last_catch_up_rows(), 0);
+  EXPECT_EQ(drafter.last_catch_up_seconds(), 0);
 }
 
 TEST(DraftProposer, SharesItsPoolOutAndHandsItBack) {
