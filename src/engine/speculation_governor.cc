@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <iterator>
 
 namespace lm {
 
@@ -56,11 +57,23 @@ void SpeculationGovernor::observe_catch_up(int64_t rows, double seconds) {
 
 bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
                                         int64_t tokens_left) const {
-  if (rows <= 0 || catch_up_seconds_per_row_ == 0) return true;
-  const Bucket& b = buckets_[bucket_index(num_decoding)];
-  if (b.speculative.num_observed < kMinSamples || b.plain.num_observed < kMinSamples) return true;
+  if (rows < kMinCatchUpRows || catch_up_seconds_per_row_ == 0) return true;
+  const auto measured = [](const Bucket& b) {
+    return b.speculative.num_observed >= kMinSamples && b.plain.num_observed >= kMinSamples;
+  };
+  // The bucket itself, then those 1, 2, ... away (the smaller first).
+  const auto at = static_cast<int64_t>(bucket_index(num_decoding));
+  const Bucket* b = nullptr;
+  for (int64_t d = 0; b == nullptr && d < std::ssize(buckets_); ++d) {
+    for (const int64_t i : {at - d, at + d}) {
+      if (b == nullptr && i >= 0 && i < std::ssize(buckets_) &&
+          measured(buckets_[static_cast<size_t>(i)]))
+        b = &buckets_[static_cast<size_t>(i)];
+    }
+  }
+  if (b == nullptr) return true;
   const double saved_per_token =
-      b.plain.long_run_seconds_per_token() - b.speculative.long_run_seconds_per_token();
+      b->plain.long_run_seconds_per_token() - b->speculative.long_run_seconds_per_token();
   return static_cast<double>(tokens_left) * saved_per_token >
          kCatchUpPayback * static_cast<double>(rows) * catch_up_seconds_per_row_;
 }

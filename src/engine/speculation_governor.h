@@ -9,11 +9,9 @@
 // speculation that found nothing to propose is tried again the next step), so a change of load
 // or of text is seen -- except speculation by a proposer that is costly to resume (a draft model,
 // whose first step after a pause catches up on every token it missed): once it has lost in a
-// bucket it is not tried there again. Such a proposer's catch-up on a new sequence (a draft
-// model's forward over the whole prompt) is paid once, where the two arms' difference is earned
-// per token: a sequence is left out of speculation when its tokens left, at the measured saving
-// per token, would not pay back its catch-up at the measured seconds per caught-up row (a long
-// prompt asking for a short answer). Plain data: it is fed seconds; it reads no clock.
+// bucket it is not tried there again, and a sequence whose catch-up (its prompt, the first time)
+// its tokens left would not pay back is left out (catch_up_pays). Plain data: it is fed seconds;
+// it reads no clock.
 #pragma once
 
 #include <array>
@@ -52,17 +50,21 @@ class SpeculationGovernor {
   // a prompt's, as each reads all the weights).
   static constexpr int64_t kMinCatchUpRows = 32;
   void observe_catch_up(int64_t rows, double seconds);
-  // How many times over a catch-up must be paid back. The saving per token is the bucket's
-  // recent mean, not this sequence's own (a long prompt makes every step of it dearer, and the
-  // arms are noisy), so a catch-up that merely breaks even by that estimate is all risk: the
-  // default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
+  // How many times over a catch-up must be paid back. The saving per token is the arms' mean
+  // over all their steps, not this sequence's own (a long prompt makes every step of it dearer,
+  // and the arms are noisy), so a catch-up that merely breaks even by that estimate is all risk:
+  // the default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
   // against a 0.51 s catch-up, then caught up in 0.59 s and saved 0.31 s.
   static constexpr double kCatchUpPayback = 2;
-  // Whether a sequence that would catch up on `rows` rows before it proposes, with at most
-  // `tokens_left` tokens to generate, pays that back in a step of `num_decoding` sequences:
-  // tokens_left x (plain - speculative seconds per token, each over all the arm's steps) against
-  // kCatchUpPayback x rows x seconds per caught-up row. True while any of the three is
-  // unmeasured.
+  // A draft model's catch-up on a new sequence (a forward over its whole prompt) is paid once,
+  // where the two arms' difference is earned per token. Whether a sequence that would catch up
+  // on `rows` rows before it proposes, with at most `tokens_left` tokens to generate, pays that
+  // back in a step of `num_decoding` sequences: tokens_left x (plain - speculative seconds per
+  // token, each over all the arm's steps) against kCatchUpPayback x rows x seconds per caught-up
+  // row. The arms are those of the nearest bucket that has measured both (a sequence left out
+  // where 4 decode must not catch up late where 2 do, only because none did there yet). True for
+  // fewer than kMinCatchUpRows rows (a step's own catch-up on the tokens it accepted, already in
+  // the speculative arm's times) and while nothing is measured.
   bool catch_up_pays(int64_t num_decoding, int64_t rows, int64_t tokens_left) const;
 
   // An arm's seconds per delivered token: its running mean of a step's seconds over that of its

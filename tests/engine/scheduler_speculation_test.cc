@@ -95,8 +95,9 @@ class CatchingUpProposer final : public Proposer {
 };
 
 // A sequence whose catch-up its tokens left would not pay back (twice) proposes nothing:
-// measured 1 ms a caught-up row and 4 ms a token saved, a 40-token prompt (40 rows after its
-// first token) pays with 29 tokens left (116 ms against 2 x 40) and not with 19 (76 ms).
+// measured 1 ms a caught-up row and 4 ms a token saved, a 40-token prompt and its first token
+// (41 ids: 40 rows to catch up, all but the last) pays with 29 tokens left (116 ms against
+// 2 x 40) and not with 19 (76 ms).
 TEST(SchedulerSpeculation, ACatchUpTheAnswerWouldNotPayBackIsLeftOut) {
   EngineConfig c = config();
   c.adaptive_speculation = true;

@@ -139,9 +139,11 @@ TEST(SpeculationGovernor, ACatchUpPaysWhereTheTokensLeftEarnItBack) {
   static_assert(SpeculationGovernor::kCatchUpPayback == 2);
   EXPECT_TRUE(g.catch_up_pays(1, 700, 360));
   EXPECT_FALSE(g.catch_up_pays(1, 700, 340));
-  EXPECT_TRUE(g.catch_up_pays(1, 3, 2));    // a few tokens missed: paid back at once
-  EXPECT_TRUE(g.catch_up_pays(1, 0, 0));    // nothing to catch up
-  EXPECT_TRUE(g.catch_up_pays(2, 700, 1));  // 2-3 sequences: that bucket is not measured
+  EXPECT_TRUE(g.catch_up_pays(1, 3, 2));  // a step's own catch-up: in the arms' times already
+  EXPECT_TRUE(g.catch_up_pays(1, 0, 0));  // nothing to catch up
+  // 2-3 sequences, a bucket not measured: judged by the nearest one that is (1 sequence).
+  EXPECT_FALSE(g.catch_up_pays(2, 700, 340));
+  EXPECT_TRUE(g.catch_up_pays(2, 700, 360));
   // Two steps whose proposals were all rejected (a token each in 30 ms) swing the running means
   // past plain decoding, but not the arms' totals the catch-up is judged by: a short prompt's
   // catch-up still pays.
@@ -155,6 +157,11 @@ TEST(SpeculationGovernor, ACatchUpPaysWhereTheTokensLeftEarnItBack) {
   h.observe_catch_up(100, 0.050);
   run(h, 1, 6, 0.010, 0.010);
   EXPECT_FALSE(h.catch_up_pays(1, 100, 100000));
+  EXPECT_FALSE(h.catch_up_pays(1, SpeculationGovernor::kMinCatchUpRows, 100000));
+  // But a step's own catch-up on the tokens it accepted is not judged: speculation runs there
+  // only while the running means favour it.
+  EXPECT_TRUE(h.catch_up_pays(1, 1, 100));
+  EXPECT_TRUE(h.catch_up_pays(1, SpeculationGovernor::kMinCatchUpRows - 1, 100));
 }
 
 }  // namespace

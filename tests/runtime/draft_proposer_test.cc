@@ -98,6 +98,11 @@ TEST(DraftProposer, ProposesTheDraftsGreedyContinuationAndRecomputesOnlyWhatChan
   EXPECT_EQ(drafter.num_computed_rows() - rows_before, 1 + 3);
   EXPECT_EQ(drafter.last_catch_up_rows(), 0);
   EXPECT_EQ(drafter.last_catch_up_seconds(), 0);
+  // The target accepts all 4 and adds its own token: the draft fed back 3 of them, so it catches
+  // up on the fourth (the own token's row it computes anyway).
+  a.insert(a.end(), again[0].proposed.begin(), again[0].proposed.end());
+  a.push_back(0);
+  EXPECT_EQ(drafter.catch_up_rows(7, a), 1);
 }
 
 TEST(DraftProposer, SharesItsPoolOutAndHandsItBack) {
