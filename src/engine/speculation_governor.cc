@@ -14,6 +14,12 @@ size_t SpeculationGovernor::bucket_index(int64_t num_decoding) {
 
 bool SpeculationGovernor::should_propose(int64_t num_decoding) {
   Bucket& b = buckets_[bucket_index(num_decoding)];
+  const bool propose = decide(b);
+  b.decided_plain = !propose;
+  return propose;
+}
+
+bool SpeculationGovernor::decide(Bucket& b) {
   if (b.speculative.num_observed < kMinSamples) return true;
   if (b.plain.num_observed < kMinSamples) return false;
   const bool speculation_wins = b.speculative.seconds_per_token() <= b.plain.seconds_per_token();
@@ -35,15 +41,24 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
   if (b.probing && b.probe_arm && !proposed) b.steps_since_probe = kProbeInterval - 1;
   b.probing = false;
   Arm& arm = proposed ? b.speculative : b.plain;
-  const double weight = probe ? kProbeSmoothing : kSmoothing;
+  const double weight = probe                             ? kProbeSmoothing
+                        : proposed && !probe_speculation_ ? kCostlyResumeSmoothing
+                                                          : kSmoothing;
   const auto mean = [&](double& running, double value) {
     running = arm.num_observed == 0 ? value : (1 - weight) * running + weight * value;
   };
   mean(arm.seconds_per_step, seconds);
   mean(arm.tokens_per_step, static_cast<double>(num_tokens));
   ++arm.num_observed;
-  arm.total_seconds += seconds;
-  arm.total_tokens += static_cast<double>(num_tokens);
+  if (proposed) {
+    b.steps_since_speculative = 0;
+  } else if (++b.steps_since_speculative <= kProbeInterval && b.decided_plain &&
+             b.speculative.seconds_per_token() > 0) {
+    const double sample =
+        seconds / static_cast<double>(num_tokens) / b.speculative.seconds_per_token();
+    b.speedup = b.num_speedups == 0 ? sample : (1 - kSmoothing) * b.speedup + kSmoothing * sample;
+    ++b.num_speedups;
+  }
 }
 
 void SpeculationGovernor::observe_catch_up(int64_t rows, double seconds) {
@@ -58,9 +73,7 @@ void SpeculationGovernor::observe_catch_up(int64_t rows, double seconds) {
 bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
                                         int64_t tokens_left) const {
   if (rows < kMinCatchUpRows || catch_up_seconds_per_row_ == 0) return true;
-  const auto measured = [](const Bucket& b) {
-    return b.speculative.num_observed >= kMinSamples && b.plain.num_observed >= kMinSamples;
-  };
+  const auto measured = [](const Bucket& b) { return b.num_speedups >= kMinSamples; };
   // The bucket itself, then those 1, 2, ... away (the smaller first).
   const auto at = static_cast<int64_t>(bucket_index(num_decoding));
   const Bucket* b = nullptr;
@@ -72,8 +85,7 @@ bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
     }
   }
   if (b == nullptr) return true;
-  const double saved_per_token =
-      b->plain.long_run_seconds_per_token() - b->speculative.long_run_seconds_per_token();
+  const double saved_per_token = b->plain.seconds_per_token() * (1 - 1 / b->speedup);
   return static_cast<double>(tokens_left) * saved_per_token >
          kCatchUpPayback * static_cast<double>(rows) * catch_up_seconds_per_row_;
 }

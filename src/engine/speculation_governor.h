@@ -35,6 +35,12 @@ class SpeculationGovernor {
   // a probed arm's rarely, so one probe moves its mean further.
   static constexpr double kSmoothing = 0.2;
   static constexpr double kProbeSmoothing = 0.5;
+  // The speculative arm's weight where speculation that lost is not tried again (a proposer
+  // costly to resume): a loss is for good there, so it must not follow a few rejected steps. A
+  // free chat drafted for at 87% acceptance (5 tokens in ~29 ms, plain decoding 7.2 ms a token)
+  // met two all-rejected steps (a token each in ~29 ms): at 0.2 its mean read 7.6 ms and the
+  // draft was off for the rest of the server's life; at 0.05, 6.5 ms.
+  static constexpr double kCostlyResumeSmoothing = 0.05;
 
   // Whether a step with `num_decoding` (> 0) decoding sequences should ask for proposals:
   // speculation first until it has kMinSamples, then plain decoding until it has as many, then
@@ -50,21 +56,22 @@ class SpeculationGovernor {
   // a prompt's, as each reads all the weights).
   static constexpr int64_t kMinCatchUpRows = 32;
   void observe_catch_up(int64_t rows, double seconds);
-  // How many times over a catch-up must be paid back. The saving per token is the arms' mean
-  // over all their steps, not this sequence's own (a long prompt makes every step of it dearer,
-  // and the arms are noisy), so a catch-up that merely breaks even by that estimate is all risk:
-  // the default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
+  // How many times over a catch-up must be paid back. The saving per token is estimated from
+  // other sequences, not this one's own (a long prompt makes every step of it dearer, and the
+  // arms are noisy), so a catch-up that merely breaks even by that estimate is all risk: the
+  // default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
   // against a 0.51 s catch-up, then caught up in 0.59 s and saved 0.31 s.
   static constexpr double kCatchUpPayback = 2;
   // A draft model's catch-up on a new sequence (a forward over its whole prompt) is paid once,
-  // where the two arms' difference is earned per token. Whether a sequence that would catch up
-  // on `rows` rows before it proposes, with at most `tokens_left` tokens to generate, pays that
-  // back in a step of `num_decoding` sequences: tokens_left x (plain - speculative seconds per
-  // token, each over all the arm's steps) against kCatchUpPayback x rows x seconds per caught-up
-  // row. The arms are those of the nearest bucket that has measured both (a sequence left out
-  // where 4 decode must not catch up late where 2 do, only because none did there yet). True for
-  // fewer than kMinCatchUpRows rows (a step's own catch-up on the tokens it accepted, already in
-  // the speculative arm's times) and while nothing is measured.
+  // where speculation's saving is earned per token. Whether a sequence that would catch up on
+  // `rows` rows before it proposes, with at most `tokens_left` tokens to generate, pays that
+  // back in a step of `num_decoding` sequences: tokens_left x plain decoding's seconds per token
+  // x (1 - 1 / speculation's speedup) against kCatchUpPayback x rows x seconds per caught-up row.
+  // The speedup is paired in time (see Bucket::speedup); the figures are those of the nearest
+  // bucket that has measured them (a sequence left out where 4 decode must not catch up late
+  // where 2 do, only because none did there yet). True for fewer than kMinCatchUpRows rows (a
+  // step's own catch-up on the tokens it accepted, already in the speculative arm's times) and
+  // while nothing is measured.
   bool catch_up_pays(int64_t num_decoding, int64_t rows, int64_t tokens_left) const;
 
   // An arm's seconds per delivered token: its running mean of a step's seconds over that of its
@@ -76,29 +83,35 @@ class SpeculationGovernor {
   // seconds per token. (A mean of each step's own ratio let one step whose proposals were all
   // rejected -- a verify step's time for one token -- outweigh the steps that delivered five, and
   // turned speculation off where it was paying: the default model on the code task, 2 threads.)
-  // The catch-up test reads each arm's totals instead, its mean over every step it ran: what
-  // it decides is not revisited (a sequence left out never measures speculation again), so it
-  // must not follow the running means' swings (two rejected steps turned a 2 ms saving a token
-  // into 0.1 ms, and a 42-token prompt was left out).
   struct Arm {
     double seconds_per_step = 0;
     double tokens_per_step = 0;
     int64_t num_observed = 0;
-    double total_seconds = 0;
-    double total_tokens = 0;
     double seconds_per_token() const {
       return tokens_per_step > 0 ? seconds_per_step / tokens_per_step : 0;
-    }
-    double long_run_seconds_per_token() const {
-      return total_tokens > 0 ? total_seconds / total_tokens : 0;
     }
   };
   struct Bucket {
     Arm plain, speculative;
     int64_t steps_since_probe = 0;
-    bool probing = false;    // the last decision was a probe, not yet observed
-    bool probe_arm = false;  // which arm it probed (true: speculative)
+    bool probing = false;        // the last decision was a probe, not yet observed
+    bool probe_arm = false;      // which arm it probed (true: speculative)
+    bool decided_plain = false;  // the last decision was plain decoding
+    // Speculation's speedup for the catch-up test: at each step decided plain (a probe, or the
+    // first measurements) within kProbeInterval steps of a speculative one (the same sequences,
+    // the same lengths), that step's seconds per token over the speculative arm's; a running
+    // mean of those. (Not a step that wanted proposals and got none: its sequences were left
+    // out, other work than the speculative arm's.) The arms' own difference
+    // compares different work when one of them stops (while every new sequence is left out,
+    // plain decoding's mean follows the text and speculation's stays where it stopped: over a
+    // run of the four tasks the free chat's 42-token prompt came to be left out), and their
+    // running means swing with two rejected steps (a 2 ms saving a token read as 0.1 ms).
+    int64_t steps_since_speculative = kProbeInterval + 1;
+    double speedup = 0;
+    int64_t num_speedups = 0;
   };
+  // should_propose's decision for bucket b.
+  bool decide(Bucket& b);
   // Decoding sequences 1, 2-3, 4-7, 8-15, 16-31, 32 and more.
   static size_t bucket_index(int64_t num_decoding);
 

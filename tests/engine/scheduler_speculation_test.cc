@@ -105,9 +105,10 @@ TEST(SchedulerSpeculation, ACatchUpTheAnswerWouldNotPayBackIsLeftOut) {
     SCOPED_TRACE(max_new_tokens);
     Scheduler scheduler(c, std::make_unique<CatchingUpProposer>());
     SpeculationGovernor& g = scheduler.speculation_governor();
-    for (int i = 0; i < SpeculationGovernor::kMinSamples; ++i) {
-      g.observe(true, 1, 5, 0.03);   // 6 ms a token with proposals
-      g.observe(false, 1, 1, 0.01);  // 10 without
+    // Speculation first, then plain decoding: 6 ms a token with proposals, 10 without.
+    for (int i = 0; i < 2 * SpeculationGovernor::kMinSamples; ++i) {
+      const bool proposed = g.should_propose(1);
+      g.observe(proposed, 1, proposed ? 5 : 1, proposed ? 0.03 : 0.01);
     }
     g.observe_catch_up(100, 0.1);
     Ids prompt(40);

@@ -73,6 +73,28 @@ TEST(SpeculationGovernor, SpeculationThatLostIsNotProbedWhenCostlyToResume) {
   EXPECT_EQ(count(run(h, 1, 48, 0.010, 0.008), false), 3);
 }
 
+// Where a loss is for good (costly to resume), two all-rejected steps (a token each in 29 ms)
+// among steps of 5 tokens in 30 ms do not turn speculation off against plain decoding at 7.2 ms
+// a token; a lasting change does.
+TEST(SpeculationGovernor, ACostlyToResumeProposerIsNotTurnedOffByAFewRejectedSteps) {
+  SpeculationGovernor g(/*probe_speculation=*/false);
+  run(g, 1, 6, 0.0072, 0.006);
+  EXPECT_EQ(count(run(g, 1, 10, 0.0072, 0.006), true), 10);
+  g.observe(true, 1, 1, 0.029);
+  g.observe(true, 1, 1, 0.029);
+  EXPECT_LT(g.seconds_per_token(true, 1), 0.0072);
+  EXPECT_TRUE(g.should_propose(1));
+  // Every step rejected from now on: the speculative arm drifts past plain decoding and stops.
+  for (int i = 0; i < 40 && g.should_propose(1); ++i) g.observe(true, 1, 1, 0.029);
+  EXPECT_FALSE(g.should_propose(1));
+  // Where speculation is cheap to resume, the same two steps turn it off until the next probe.
+  SpeculationGovernor h;
+  run(h, 1, 16, 0.0072, 0.006);
+  h.observe(true, 1, 1, 0.029);
+  h.observe(true, 1, 1, 0.029);
+  EXPECT_GT(h.seconds_per_token(true, 1), 0.0072);
+}
+
 TEST(SpeculationGovernor, DecidesEachBatchSizeApart) {
   SpeculationGovernor g;
   run(g, 1, 6, 0.010, 0.006);    // alone: speculation pays
@@ -144,14 +166,26 @@ TEST(SpeculationGovernor, ACatchUpPaysWhereTheTokensLeftEarnItBack) {
   // 2-3 sequences, a bucket not measured: judged by the nearest one that is (1 sequence).
   EXPECT_FALSE(g.catch_up_pays(2, 700, 340));
   EXPECT_TRUE(g.catch_up_pays(2, 700, 360));
-  // Two steps whose proposals were all rejected (a token each in 30 ms) swing the running means
-  // past plain decoding, but not the arms' totals the catch-up is judged by: a short prompt's
-  // catch-up still pays.
+  // Two steps whose proposals were all rejected (a token each in 30 ms) leave the speedup the
+  // catch-up is judged by (taken at plain steps beside speculative ones) where it was: a short
+  // prompt's catch-up still pays.
   run(g, 1, 48, 0.010, 0.008);
   g.observe(true, 1, 1, 0.030);
   g.observe(true, 1, 1, 0.030);
-  EXPECT_GT(g.seconds_per_token(true, 1), g.seconds_per_token(false, 1));
   EXPECT_TRUE(g.catch_up_pays(1, 42, 191));
+  // Steps that wanted proposals and got none (their sequences left out, at 20 ms a token: other
+  // work) move plain decoding's seconds per token, not the speedup (1.25): 0.02 x 0.2 = 4 ms a
+  // token saved, so 700 rows (0.35 s, twice 0.7) pay with 180 tokens left, not with 170 (taken
+  // as speedups, 20 / 8 ms, they would read 12 ms saved).
+  SpeculationGovernor f(/*probe_speculation=*/false);
+  f.observe_catch_up(100, 0.050);
+  run(f, 1, 6, 0.010, 0.008);
+  for (int i = 0; i < 40; ++i) {
+    f.should_propose(1);
+    f.observe(false, 1, 1, 0.020);
+  }
+  EXPECT_TRUE(f.catch_up_pays(1, 700, 180));
+  EXPECT_FALSE(f.catch_up_pays(1, 700, 170));
   // Where speculation saves nothing, no catch-up pays.
   SpeculationGovernor h(/*probe_speculation=*/false);
   h.observe_catch_up(100, 0.050);
