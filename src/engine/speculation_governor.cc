@@ -1,5 +1,6 @@
 #include "engine/speculation_governor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <iterator>
@@ -41,18 +42,22 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
   if (b.probing && b.probe_arm && !proposed) b.steps_since_probe = kProbeInterval - 1;
   b.probing = false;
   Arm& arm = proposed ? b.speculative : b.plain;
-  const double weight = probe                             ? kProbeSmoothing
-                        : proposed && !probe_speculation_ ? kCostlyResumeSmoothing
-                                                          : kSmoothing;
+  const double weight =
+      probe ? kProbeSmoothing
+      : proposed && !probe_speculation_
+          ? std::max(kCostlyResumeSmoothing, 1.0 / static_cast<double>(arm.num_observed + 1))
+          : kSmoothing;
   const auto mean = [&](double& running, double value) {
     running = arm.num_observed == 0 ? value : (1 - weight) * running + weight * value;
   };
   mean(arm.seconds_per_step, seconds);
   mean(arm.tokens_per_step, static_cast<double>(num_tokens));
   ++arm.num_observed;
+  const bool decided_plain = b.decided_plain;
+  b.decided_plain = false;  // read once: a step observed without a decision is no sample
   if (proposed) {
     b.steps_since_speculative = 0;
-  } else if (++b.steps_since_speculative <= kProbeInterval && b.decided_plain &&
+  } else if (++b.steps_since_speculative <= kProbeInterval && decided_plain && seconds > 0 &&
              b.speculative.seconds_per_token() > 0) {
     const double sample =
         seconds / static_cast<double>(num_tokens) / b.speculative.seconds_per_token();
@@ -85,9 +90,11 @@ bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
     }
   }
   if (b == nullptr) return true;
-  const double saved_per_token = b->plain.seconds_per_token() * (1 - 1 / b->speedup);
-  return static_cast<double>(tokens_left) * saved_per_token >
-         kCatchUpPayback * static_cast<double>(rows) * catch_up_seconds_per_row_;
+  const double plain_left = static_cast<double>(tokens_left) * b->plain.seconds_per_token();
+  const double cost = static_cast<double>(rows) * catch_up_seconds_per_row_;
+  if (cost * static_cast<double>(kProbeInterval) <= plain_left) return true;  // a probe's cost
+  const double saved_fraction = b->speedup > 1 ? 1 - 1 / b->speedup : 0;
+  return plain_left * saved_fraction > kCatchUpPayback * cost;
 }
 
 double SpeculationGovernor::seconds_per_token(bool proposed, int64_t num_decoding) const {

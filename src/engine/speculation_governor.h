@@ -37,9 +37,10 @@ class SpeculationGovernor {
   static constexpr double kProbeSmoothing = 0.5;
   // The speculative arm's weight where speculation that lost is not tried again (a proposer
   // costly to resume): a loss is for good there, so it must not follow a few rejected steps. A
-  // free chat drafted for at 87% acceptance (5 tokens in ~29 ms, plain decoding 7.2 ms a token)
-  // met two all-rejected steps (a token each in ~29 ms): at 0.2 its mean read 7.6 ms and the
-  // draft was off for the rest of the server's life; at 0.05, 6.5 ms.
+  // free chat drafted for at 87% acceptance (~5 tokens a step, plain decoding 7.2 ms a token) met
+  // two all-rejected steps (a token each in ~29 ms): at 0.2 its mean went past plain decoding's
+  // and the draft was off for the rest of the server's life; at 0.05 it stays ~6.3 ms. Until
+  // 1 / 0.05 steps are in, the arm's plain mean (so its first step does not decide alone).
   static constexpr double kCostlyResumeSmoothing = 0.05;
 
   // Whether a step with `num_decoding` (> 0) decoding sequences should ask for proposals:
@@ -56,9 +57,9 @@ class SpeculationGovernor {
   // a prompt's, as each reads all the weights).
   static constexpr int64_t kMinCatchUpRows = 32;
   void observe_catch_up(int64_t rows, double seconds);
-  // How many times over a catch-up must be paid back. The saving per token is estimated from
-  // other sequences, not this one's own (a long prompt makes every step of it dearer, and the
-  // arms are noisy), so a catch-up that merely breaks even by that estimate is all risk: the
+  // How many times over a catch-up must be paid back. The saving per token is the bucket's,
+  // not this sequence's own (a long prompt makes every step of it dearer, and the arms are
+  // noisy), so a catch-up that merely breaks even by that estimate is all risk: the
   // default model drafting for its F16 copy on a 640-token prompt estimated 0.51 s saved
   // against a 0.51 s catch-up, then caught up in 0.59 s and saved 0.31 s.
   static constexpr double kCatchUpPayback = 2;
@@ -70,8 +71,10 @@ class SpeculationGovernor {
   // The speedup is paired in time (see Bucket::speedup); the figures are those of the nearest
   // bucket that has measured them (a sequence left out where 4 decode must not catch up late
   // where 2 do, only because none did there yet). True for fewer than kMinCatchUpRows rows (a
-  // step's own catch-up on the tokens it accepted, already in the speculative arm's times) and
-  // while nothing is measured.
+  // step's own catch-up on the tokens it accepted, already in the speculative arm's times), while
+  // nothing is measured, and for a catch-up that costs no more than a probe (1 / kProbeInterval
+  // of the sequence's plain decoding left): so an estimate that dipped where speculation only
+  // just won is measured again by the next short prompt instead of shutting it out for good.
   bool catch_up_pays(int64_t num_decoding, int64_t rows, int64_t tokens_left) const;
 
   // An arm's seconds per delivered token: its running mean of a step's seconds over that of its
@@ -97,11 +100,12 @@ class SpeculationGovernor {
     bool probing = false;        // the last decision was a probe, not yet observed
     bool probe_arm = false;      // which arm it probed (true: speculative)
     bool decided_plain = false;  // the last decision was plain decoding
-    // Speculation's speedup for the catch-up test: at each step decided plain (a probe, or the
-    // first measurements) within kProbeInterval steps of a speculative one (the same sequences,
-    // the same lengths), that step's seconds per token over the speculative arm's; a running
-    // mean of those. (Not a step that wanted proposals and got none: its sequences were left
-    // out, other work than the speculative arm's.) The arms' own difference
+    // Speculation's speedup for the catch-up test: at each observed step decided plain (a probe,
+    // the first measurements, or after speculation lost) within kProbeInterval observed plain
+    // steps of a speculative one (mostly the same sequences, at about the same lengths), that
+    // step's seconds per token over the speculative arm's; a running mean of those. (Not a step
+    // that wanted proposals and got none: its sequences were left out, other work than the
+    // speculative arm's.) The arms' own difference
     // compares different work when one of them stops (while every new sequence is left out,
     // plain decoding's mean follows the text and speculation's stays where it stopped: over a
     // run of the four tasks the free chat's 42-token prompt came to be left out), and their
