@@ -6,6 +6,14 @@
 #include <iterator>
 
 namespace lm {
+namespace {
+
+// A running mean's next value: the first sample as it is, then `weight` of each new one.
+double smoothed(double running, double value, double weight, bool first) {
+  return first ? value : (1 - weight) * running + weight * value;
+}
+
+}  // namespace
 
 size_t SpeculationGovernor::bucket_index(int64_t num_decoding) {
   const auto n = static_cast<uint64_t>(num_decoding < 1 ? 1 : num_decoding);
@@ -47,11 +55,10 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
       : proposed && !probe_speculation_
           ? std::max(kCostlyResumeSmoothing, 1.0 / static_cast<double>(arm.num_observed + 1))
           : kSmoothing;
-  const auto mean = [&](double& running, double value) {
-    running = arm.num_observed == 0 ? value : (1 - weight) * running + weight * value;
-  };
-  mean(arm.seconds_per_step, seconds);
-  mean(arm.tokens_per_step, static_cast<double>(num_tokens));
+  const bool first = arm.num_observed == 0;
+  arm.seconds_per_step = smoothed(arm.seconds_per_step, seconds, weight, first);
+  arm.tokens_per_step =
+      smoothed(arm.tokens_per_step, static_cast<double>(num_tokens), weight, first);
   ++arm.num_observed;
   const bool decided_plain = b.decided_plain;
   b.decided_plain = false;  // read once: a step observed without a decision is no sample
@@ -61,40 +68,42 @@ void SpeculationGovernor::observe(bool proposed, int64_t num_decoding, int64_t n
              b.speculative.seconds_per_token() > 0) {
     const double sample =
         seconds / static_cast<double>(num_tokens) / b.speculative.seconds_per_token();
-    b.speedup = b.num_speedups == 0 ? sample : (1 - kSmoothing) * b.speedup + kSmoothing * sample;
+    b.speedup = smoothed(b.speedup, sample, kSmoothing, b.num_speedups == 0);
     ++b.num_speedups;
   }
 }
 
 void SpeculationGovernor::observe_catch_up(int64_t rows, double seconds) {
   if (rows < kMinCatchUpRows || !std::isfinite(seconds) || seconds <= 0) return;
-  const double per_row = seconds / static_cast<double>(rows);
   catch_up_seconds_per_row_ =
-      catch_up_seconds_per_row_ == 0
-          ? per_row
-          : (1 - kSmoothing) * catch_up_seconds_per_row_ + kSmoothing * per_row;
+      smoothed(catch_up_seconds_per_row_, seconds / static_cast<double>(rows), kSmoothing,
+               catch_up_seconds_per_row_ == 0);
 }
 
 bool SpeculationGovernor::catch_up_pays(int64_t num_decoding, int64_t rows,
                                         int64_t tokens_left) const {
   if (rows < kMinCatchUpRows || catch_up_seconds_per_row_ == 0) return true;
-  const auto measured = [](const Bucket& b) { return b.num_speedups >= kMinSamples; };
-  // The bucket itself, then those 1, 2, ... away (the smaller first).
-  const auto at = static_cast<int64_t>(bucket_index(num_decoding));
-  const Bucket* b = nullptr;
-  for (int64_t d = 0; b == nullptr && d < std::ssize(buckets_); ++d) {
-    for (const int64_t i : {at - d, at + d}) {
-      if (b == nullptr && i >= 0 && i < std::ssize(buckets_) &&
-          measured(buckets_[static_cast<size_t>(i)]))
-        b = &buckets_[static_cast<size_t>(i)];
-    }
-  }
+  const Bucket* b = nearest_measured_speedup(bucket_index(num_decoding));
   if (b == nullptr) return true;
   const double plain_left = static_cast<double>(tokens_left) * b->plain.seconds_per_token();
   const double cost = static_cast<double>(rows) * catch_up_seconds_per_row_;
   if (cost * static_cast<double>(kProbeInterval) <= plain_left) return true;  // a probe's cost
   const double saved_fraction = b->speedup > 1 ? 1 - 1 / b->speedup : 0;
   return plain_left * saved_fraction > kCatchUpPayback * cost;
+}
+
+const SpeculationGovernor::Bucket* SpeculationGovernor::nearest_measured_speedup(
+    size_t index) const {
+  // The bucket itself, then those 1, 2, ... away (the smaller first).
+  const auto at = static_cast<int64_t>(index);
+  for (int64_t d = 0; d < std::ssize(buckets_); ++d) {
+    for (const int64_t i : {at - d, at + d}) {
+      if (i >= 0 && i < std::ssize(buckets_) &&
+          buckets_[static_cast<size_t>(i)].num_speedups >= kMinSamples)
+        return &buckets_[static_cast<size_t>(i)];
+    }
+  }
+  return nullptr;
 }
 
 double SpeculationGovernor::seconds_per_token(bool proposed, int64_t num_decoding) const {

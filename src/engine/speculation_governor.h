@@ -116,6 +116,8 @@ class SpeculationGovernor {
   };
   // should_propose's decision for bucket b.
   bool decide(Bucket& b);
+  // The bucket at `index`, else the nearest one with kMinSamples speedup samples (nullptr: none).
+  const Bucket* nearest_measured_speedup(size_t index) const;
   // Decoding sequences 1, 2-3, 4-7, 8-15, 16-31, 32 and more.
   static size_t bucket_index(int64_t num_decoding);
 

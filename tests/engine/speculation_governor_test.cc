@@ -73,11 +73,9 @@ TEST(SpeculationGovernor, SpeculationThatLostIsNotProbedWhenCostlyToResume) {
   EXPECT_EQ(count(run(h, 1, 48, 0.010, 0.008), false), 3);
 }
 
-// Where a loss is for good (costly to resume), two all-rejected steps (a token each in 29 ms)
-// among steps of 5 tokens in 30 ms do not turn speculation off against plain decoding at 7.2 ms
-// a token; a lasting change does.
-// Its first steps are averaged, not dominated by the first: one slow first step (a cold
-// start, 60 ms) among 5-token steps of 30 ms reads ~7.2 ms a token after three, not ~10.
+// A costly-to-resume proposer's first steps are averaged, not dominated by the first: one slow
+// first step (a cold start, 60 ms) among 5-token steps of 30 ms reads ~7.2 ms a token after three,
+// not ~10.
 TEST(SpeculationGovernor, ACostlyToResumeProposersFirstStepsAreAveraged) {
   SpeculationGovernor g(/*probe_speculation=*/false);
   g.observe(true, 1, 5, 0.060);
@@ -86,6 +84,9 @@ TEST(SpeculationGovernor, ACostlyToResumeProposersFirstStepsAreAveraged) {
   EXPECT_NEAR(g.seconds_per_token(true, 1), 0.120 / 15, 1e-9);
 }
 
+// Where a loss is for good (costly to resume), two all-rejected steps (a token each in 29 ms)
+// among steps of 5 tokens in 30 ms do not turn speculation off against plain decoding at 7.2 ms
+// a token; a lasting change does.
 TEST(SpeculationGovernor, ACostlyToResumeProposerIsNotTurnedOffByAFewRejectedSteps) {
   SpeculationGovernor g(/*probe_speculation=*/false);
   run(g, 1, 6, 0.0072, 0.006);
