@@ -74,8 +74,8 @@ TEST(SpeculationGovernor, SpeculationThatLostIsNotProbedWhenCostlyToResume) {
 }
 
 // A costly-to-resume proposer's first steps are averaged, not dominated by the first: one slow
-// first step (a cold start, 60 ms) among 5-token steps of 30 ms reads ~7.2 ms a token after three,
-// not ~10.
+// first step (a cold start, 60 ms) among 5-token steps of 30 ms reads 8 ms a token after three
+// (at weight 0.05 from the first step on, ~11).
 TEST(SpeculationGovernor, ACostlyToResumeProposersFirstStepsAreAveraged) {
   SpeculationGovernor g(/*probe_speculation=*/false);
   g.observe(true, 1, 5, 0.060);
