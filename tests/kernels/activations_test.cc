@@ -1,5 +1,5 @@
 // SwiGLU, GeGLU, the sum of exps, residual add and softmax against double-precision formulas,
-// including extreme inputs.
+// including extreme inputs; the sampler's scans (sanitize, first max) against the scalar table.
 #include "kernels/cpu/activations.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -86,6 +87,78 @@ TEST(Activations, SumExpMatchesFormulaOnEveryIsa) {
   for (Isa isa : testing::supported_isas()) {
     EXPECT_EQ(sum_exp(one.data(), 300, 2.5f, isa), 1.0);
     EXPECT_EQ(sum_exp(none.data(), 300, 0.0f, isa), 0.0);
+  }
+}
+
+// NaN and +inf anywhere (vector body and tail), at every level the scalar table's values.
+TEST(Activations, SanitizeScoresGivesTheScalarTablesValuesOnEveryIsa) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kMax = std::numeric_limits<float>::max();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto row = testing::random_floats(1000 + 13, 9, -20.0f, 20.0f);
+  for (int64_t i : {0, 7, 31, 500, 1005, 1012}) row[i] = nan;
+  for (int64_t i : {3, 64, 1001}) row[i] = kInf;
+  for (int64_t i : {5, 65, 1002}) row[i] = -kInf;
+  row[6] = kMax;
+  row[8] = -0.0f;
+  for (Isa isa : testing::supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> x = row;
+    sanitize_scores(x.data(), static_cast<int64_t>(x.size()), isa);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float expected = std::isnan(row[i]) ? -kInf : std::min(row[i], kMax);
+      ASSERT_EQ(x[i], expected) << i;
+      ASSERT_EQ(std::signbit(x[i]), std::signbit(expected)) << i;
+    }
+  }
+}
+
+// The lowest id holding the largest value: ties within a lane, across lanes and in the tail, a
+// maximum only in the tail, NaN never counting, and -1 for rows with nothing above -inf.
+TEST(Activations, FirstMaxFindsTheLowestIdOfTheLargestValueOnEveryIsa) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  constexpr int64_t n = 49152 + 13;
+  const auto random = testing::random_floats(n, 11, -30.0f, 30.0f);
+  struct Case {
+    const char* name;
+    std::vector<float> x;
+    int64_t expected;
+  };
+  std::vector<Case> cases;
+  cases.push_back(
+      {"random", random, std::max_element(random.begin(), random.end()) - random.begin()});
+  auto ties = random;
+  // Ids 9, 40001 and 40017 share a lane at 8 and 16 lanes, 40002 does not, n - 1 is in the tail.
+  for (int64_t i : {int64_t{40001}, int64_t{40002}, int64_t{40017}, int64_t{9}, n - 1})
+    ties[i] = 50.0f;
+  cases.push_back({"ties", ties, 9});
+  auto tail = random;
+  tail[n - 3] = 60.0f;
+  cases.push_back({"tail", tail, n - 3});
+  auto tail_tie = tail;
+  tail_tie[100] = 60.0f;
+  cases.push_back({"tail tie", tail_tie, 100});
+  auto with_nan = random;
+  for (int64_t i = 0; i < n; i += 3) with_nan[i] = nan;
+  with_nan[4] = 70.0f;
+  cases.push_back({"nan", with_nan, 4});
+  auto zeros = std::vector<float>(40, -kInf);
+  zeros[17] = -0.0f;
+  zeros[18] = 0.0f;
+  zeros[1] = 0.0f;
+  cases.push_back({"signed zeros", zeros, 1});
+  cases.push_back({"all -inf", std::vector<float>(300, -kInf), -1});
+  cases.push_back({"all nan", std::vector<float>(300, nan), -1});
+  auto inf = std::vector<float>(300, 1.0f);
+  inf[290] = kInf;
+  cases.push_back({"+inf", inf, 290});
+  cases.push_back({"empty", {}, -1});
+  for (Isa isa : testing::supported_isas()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name);
+      EXPECT_EQ(first_max(c.x.data(), static_cast<int64_t>(c.x.size()), isa), c.expected);
+    }
   }
 }
 

@@ -45,6 +45,8 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.silu_mul, reference.silu_mul);
     EXPECT_NE(kernels.gelu_tanh_mul, reference.gelu_tanh_mul);
     EXPECT_NE(kernels.sum_exp, reference.sum_exp);
+    EXPECT_NE(kernels.sanitize_scores, reference.sanitize_scores);
+    EXPECT_NE(kernels.first_max, reference.first_max);
     EXPECT_NE(kernels.quantize_row_q8_act, reference.quantize_row_q8_act);
     EXPECT_NE(kernels.dot_row_q8, reference.dot_row_q8);
     EXPECT_NE(kernels.dot_rows_q8, reference.dot_rows_q8);

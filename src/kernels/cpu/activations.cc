@@ -21,6 +21,13 @@ double sum_exp(const float* x, int64_t n, float shift, Isa isa) {
   return isa_kernels(isa).sum_exp(x, n, shift);
 }
 
+void sanitize_scores(float* x, int64_t n, Isa isa) { isa_kernels(isa).sanitize_scores(x, n); }
+
+int64_t first_max(const float* x, int64_t n, Isa isa) {
+  LM_CHECK(n < (int64_t{1} << 24));  // the vector tables carry ids in float lanes
+  return isa_kernels(isa).first_max(x, n);
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -24,6 +24,14 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, Is
 // before the double, so the sum's last bits depend on the table.
 double sum_exp(const float* x, int64_t n, float shift, Isa isa = best_isa());
 
+// A row of logits made safe to sample: NaN becomes -inf and +inf the largest float, in place.
+// The same values at every level.
+void sanitize_scores(float* x, int64_t n, Isa isa = best_isa());
+
+// The lowest i < n with x[i] > -inf and no x[j] > x[i] (NaN never counts), or -1 when there is
+// none: torch.argmax's answer over a sanitized row. The same index at every level.
+int64_t first_max(const float* x, int64_t n, Isa isa = best_isa());
+
 // y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 

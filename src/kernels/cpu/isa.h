@@ -89,6 +89,10 @@ struct IsaKernels {
   void (*gelu_tanh_mul)(const float* gate, const float* up, float* out, int64_t n);
   // sum over i < n of exp(x[i] - shift), every x[i] <= shift (activations.h).
   double (*sum_exp)(const float* x, int64_t n, float shift);
+  // NaN to -inf and +inf to the largest float, in place; the lowest index holding the largest
+  // non-NaN value above -inf, or -1 (activations.h: a row of logits, once per sampled token).
+  void (*sanitize_scores)(float* x, int64_t n);
+  int64_t (*first_max)(const float* x, int64_t n);
   // The int8 activation path (int8_dot.h): quantize an fp32 row to int8 blocks, and the integer
   // dot of a GGML block-format row with such a row.
   void (*quantize_row_q8_act)(const float* x, BlockQ8Act* dst, int64_t k);

@@ -2,6 +2,7 @@
 // fallback on CPUs without AVX2. Written for clarity; other ISAs are tested against these.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -286,6 +287,29 @@ double sum_exp(const float* x, int64_t n, float shift) {
   return total;
 }
 
+// The sampler's scans one value at a time: the reference for the vector versions.
+void sanitize_scores(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) {
+      x[i] = -std::numeric_limits<float>::infinity();
+    } else if (x[i] > std::numeric_limits<float>::max()) {
+      x[i] = std::numeric_limits<float>::max();
+    }
+  }
+}
+
+int64_t first_max(const float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  int64_t at = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] > max) {
+      max = x[i];
+      at = i;
+    }
+  }
+  return at;
+}
+
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
@@ -299,6 +323,8 @@ const IsaKernels& scalar_kernels() {
                                        .silu_mul = silu_mul,
                                        .gelu_tanh_mul = gelu_tanh_mul,
                                        .sum_exp = sum_exp,
+                                       .sanitize_scores = sanitize_scores,
+                                       .first_max = first_max,
                                        .quantize_row_q8_act = quantize_row_q8_act_scalar,
                                        .dot_row_q8 = dot_row_q8_scalar,
                                        .dot_rows_q8 = dot_rows_q8_scalar,

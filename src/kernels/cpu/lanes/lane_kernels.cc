@@ -24,6 +24,7 @@
 #include "kernels/cpu/lanes/gemm_tile.h"
 #include "kernels/cpu/lanes/panels16.h"
 #include "kernels/cpu/lanes/panels_fp8.h"
+#include "kernels/cpu/lanes/score_scans.h"
 #include "kernels/cpu/lanes/silu_mul.h"
 #include "kernels/cpu/lanes/sum_exp.h"
 #include "kernels/cpu/lanes/vector_f32.h"
@@ -43,6 +44,8 @@ void add(IsaKernels& kernels) {
   kernels.silu_mul = lanes::silu_mul<Wide>;
   kernels.gelu_tanh_mul = lanes::gelu_tanh_mul<Wide>;
   kernels.sum_exp = lanes::sum_exp<Wide>;
+  kernels.sanitize_scores = lanes::sanitize_scores<Wide>;
+  kernels.first_max = lanes::first_max<Wide>;
   kernels.attend_rows = attention_rows::attend_any<Wide>;
   kernels.attend_rows_softcapped = attention_rows::attend_softcapped_any<Wide>;
   kernels.panel16_unpack = lanes::panel16_unpack<Wide>;
