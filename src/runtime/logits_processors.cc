@@ -73,8 +73,8 @@ float LogSoftmax::logprob(float score) const {
 }
 
 // The scans over the whole vocabulary run once per sampled token while the pool's other threads
-// wait, so they are the vector kernels' (ops/logit_scans.h): with libm's exp the sum took 7% of
-// SmolLM2's decode, and the sanitizing and the argmax one value at a time ~75 us a row.
+// wait, so they are the vector kernels' (ops/logit_scans.h; with libm's exp the sum alone took 7%
+// of SmolLM2's decode).
 void sanitize_scores(std::span<float> scores) { ops::sanitize_scores(scores); }
 
 LogSoftmax log_softmax_of(std::span<const float> scores) {

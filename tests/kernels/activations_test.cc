@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -90,7 +92,8 @@ TEST(Activations, SumExpMatchesFormulaOnEveryIsa) {
   }
 }
 
-// NaN and +inf anywhere (vector body and tail), at every level the scalar table's values.
+// NaN, +inf, -inf, the largest float and -0 in the vector body and in the tail, at every level
+// the scalar table's values.
 TEST(Activations, SanitizeScoresGivesTheScalarTablesValuesOnEveryIsa) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kMax = std::numeric_limits<float>::max();
@@ -101,6 +104,8 @@ TEST(Activations, SanitizeScoresGivesTheScalarTablesValuesOnEveryIsa) {
   for (int64_t i : {5, 65, 1002}) row[i] = -kInf;
   row[6] = kMax;
   row[8] = -0.0f;
+  row[1009] = -0.0f;  // the tail (ids 1008-1012 at 8 and 16 lanes)
+  row[1010] = kInf;
   for (Isa isa : testing::supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
     std::vector<float> x = row;
@@ -129,10 +134,11 @@ TEST(Activations, FirstMaxFindsTheLowestIdOfTheLargestValueOnEveryIsa) {
   cases.push_back(
       {"random", random, std::max_element(random.begin(), random.end()) - random.begin()});
   auto ties = random;
-  // Ids 9, 40001 and 40017 share a lane at 8 and 16 lanes, 40002 does not, n - 1 is in the tail.
-  for (int64_t i : {int64_t{40001}, int64_t{40002}, int64_t{40017}, int64_t{9}, n - 1})
+  // Ids 15 and 31 share a lane (7 at 8 lanes, 15 at 16) numbered above those of 40001 and 40002
+  // (1 and 2), so the lowest id must win over the lowest lane; n - 1 is in the tail.
+  for (int64_t i : {int64_t{40001}, int64_t{40002}, int64_t{31}, int64_t{15}, n - 1})
     ties[i] = 50.0f;
-  cases.push_back({"ties", ties, 9});
+  cases.push_back({"ties", ties, 15});
   auto tail = random;
   tail[n - 3] = 60.0f;
   cases.push_back({"tail", tail, n - 3});
@@ -143,11 +149,13 @@ TEST(Activations, FirstMaxFindsTheLowestIdOfTheLargestValueOnEveryIsa) {
   for (int64_t i = 0; i < n; i += 3) with_nan[i] = nan;
   with_nan[4] = 70.0f;
   cases.push_back({"nan", with_nan, 4});
-  auto zeros = std::vector<float>(40, -kInf);
-  zeros[17] = -0.0f;
+  // -0 equals +0: the first zero wins whatever its sign (id 42 is in the tail).
+  auto zeros = std::vector<float>(45, -kInf);
+  zeros[1] = -0.0f;
   zeros[18] = 0.0f;
-  zeros[1] = 0.0f;
+  zeros[42] = 0.0f;
   cases.push_back({"signed zeros", zeros, 1});
+  cases.push_back({"shorter than the lanes", {2.0f, 5.0f, 5.0f}, 1});
   cases.push_back({"all -inf", std::vector<float>(300, -kInf), -1});
   cases.push_back({"all nan", std::vector<float>(300, nan), -1});
   auto inf = std::vector<float>(300, 1.0f);
@@ -158,6 +166,37 @@ TEST(Activations, FirstMaxFindsTheLowestIdOfTheLargestValueOnEveryIsa) {
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name);
       EXPECT_EQ(first_max(c.x.data(), static_cast<int64_t>(c.x.size()), isa), c.expected);
+    }
+  }
+}
+
+// Every short length (all tail, one vector and a tail, several vectors) over the values the scans
+// treat specially, against the scalar table.
+TEST(Activations, ScoreScansGiveTheScalarTablesResultsOnRandomSpecialRows) {
+  const float values[] = {std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::infinity(),
+                          -0.0f,
+                          0.0f,
+                          1.0f,
+                          std::numeric_limits<float>::infinity()};
+  std::mt19937 rng(17);
+  for (int64_t n = 0; n <= 70; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> row(static_cast<size_t>(n));
+      for (float& v : row) v = values[rng() % std::size(values)];
+      std::vector<float> expected = row;
+      sanitize_scores(expected.data(), n, Isa::kScalar);
+      const int64_t expected_max = first_max(row.data(), n, Isa::kScalar);
+      for (Isa isa : testing::supported_isas()) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " n=" + std::to_string(n));
+        ASSERT_EQ(first_max(row.data(), n, isa), expected_max);
+        std::vector<float> x = row;
+        sanitize_scores(x.data(), n, isa);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(x[i], expected[i]) << i;
+          ASSERT_EQ(std::signbit(x[i]), std::signbit(expected[i])) << i;
+        }
+      }
     }
   }
 }

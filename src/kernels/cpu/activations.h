@@ -29,7 +29,7 @@ double sum_exp(const float* x, int64_t n, float shift, Isa isa = best_isa());
 void sanitize_scores(float* x, int64_t n, Isa isa = best_isa());
 
 // The lowest i < n with x[i] > -inf and no x[j] > x[i] (NaN never counts), or -1 when there is
-// none: torch.argmax's answer over a sanitized row. The same index at every level.
+// none (where the sampler answers 0, as torch.argmax does). The same index at every level.
 int64_t first_max(const float* x, int64_t n, Isa isa = best_isa());
 
 // y[i] += x[i]
