@@ -55,8 +55,9 @@ int64_t first_max(const float* x, int64_t n) {
   int64_t found = -1;
   for (int l = 0; l < V::kLanes; ++l) {
     if (lane_at[l] < 0.0f) continue;  // nothing above -inf in this lane
+    // A lane that found something holds a value above -inf, so the first such lane always wins.
     const auto lane_id = static_cast<int64_t>(lane_at[l]);
-    if (found < 0 || lane_best[l] > max || (lane_best[l] == max && lane_id < found)) {
+    if (lane_best[l] > max || (lane_best[l] == max && lane_id < found)) {
       max = lane_best[l];
       found = lane_id;
     }
