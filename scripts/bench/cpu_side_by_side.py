@@ -18,14 +18,18 @@ Models (made under .cache/models/ when missing):
   llama7b8l-f16, llama7b8l-bf16
                    the same in 16 bits, 8 of its 32 layers (per layer and per token the real
                    model's work; 3.7 GB instead of 13.5 on a machine of 24)
+  llama7b8l-f16-hf, llama7b8l-bf16-hf
+                   the same two files as Hugging Face folders (scripts/bench/hf_folder_from_gguf.py:
+                   sharded safetensors, config.json, tokenizer.json; the same weights): ours loads
+                   the folder, llama.cpp (which reads only GGUF) its GGUF twin
   mixtral4l-q4_0, mixtral4l-q4_k_m
                    Mixtral-8x7B-shaped layers (8 experts, top-2), 4 of its 32 (the same script)
   gemma2-2b-q4_0, gemma2-2b-q4_k_m
                    Gemma-2-2B-shaped (the same script)
 The same run measures the machine (text-generation-benchmark --measure-machine: memory read
 bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction of the bandwidth
-roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model the
-server's resident memory against file size + KV pool + 100 MB.
+roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model and the
+HF folders the server's resident memory against the weight files' size + KV pool + 100 MB.
 
 --isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
 with CPU_ISA=LEVEL (the launcher's --cpu-isa), llama.cpp built for that level only
@@ -79,6 +83,8 @@ MODELS = {
     "llama7b-q4_k_m": MODELS_DIR / "llama7b-random-Q4_K_M.gguf",
     "llama7b8l-f16": MODELS_DIR / "llama7b8l-random-F16.gguf",
     "llama7b8l-bf16": MODELS_DIR / "llama7b8l-random-BF16.gguf",
+    "llama7b8l-f16-hf": MODELS_DIR / "llama7b8l-random-F16-hf",
+    "llama7b8l-bf16-hf": MODELS_DIR / "llama7b8l-random-BF16-hf",
     "mixtral4l-q4_0": MODELS_DIR / "mixtral4l-random-Q4_0.gguf",
     "mixtral4l-q4_k_m": MODELS_DIR / "mixtral4l-random-Q4_K_M.gguf",
     "gemma2-2b-q4_0": MODELS_DIR / "gemma2-2b-random-Q4_0.gguf",
@@ -88,6 +94,11 @@ MODELS = {
 TESTS = {"pp512": (512, 0, 0), "pp64": (64, 0, 0), "tg128": (0, 128, 0), "tg128@d1024": (0, 128, 1024)}
 # Shapes with fewer layers than make_shaped_gguf.py's: name -> (its shape, layers).
 FEWER_LAYERS = {"llama7b8l": ("llama7b", 8)}
+# The server's resident memory against its weight files (the mapped pages handed back once the
+# weights are repacked: a GGUF, and an HF folder's safetensors shards).
+RSS_MODELS = ["llama7b-q4_0", "llama7b8l-f16-hf", "llama7b8l-bf16-hf"]
+# HF folders -> the GGUF each is written from, which llama.cpp runs.
+HF_TWINS = {"llama7b8l-f16-hf": "llama7b8l-f16", "llama7b8l-bf16-hf": "llama7b8l-bf16"}
 DEFAULT_TESTS = ["pp512", "tg128"]
 
 
@@ -102,7 +113,10 @@ def ensure_model(name: str) -> Path:
     if path.exists():
         return path
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
-    if name.startswith("smollm2-"):
+    if name in HF_TWINS:
+        subprocess.run([sys.executable, str(ROOT / "scripts/bench/hf_folder_from_gguf.py"), "--gguf",
+                        str(ensure_model(HF_TWINS[name])), "--out", str(path)], check=True)
+    elif name.startswith("smollm2-"):
         qtype = name.split("-", 1)[1].upper()
         subprocess.run([str(BIN / "llama-quantize"), "--allow-requantize", str(BASE), str(path), qtype, "2"],
                        check=True, env=env_with_llama_libs(), stdout=subprocess.DEVNULL)
@@ -170,8 +184,8 @@ def free_port() -> int:
 
 
 def rss_check(model: Path, threads: int) -> dict:
-    """Starts our server on `model`, sends one request, and compares VmRSS with the file size plus
-    the KV pool (as the server logs it) plus 100 MB."""
+    """Starts our server on `model` (a GGUF or an HF folder), sends one request, and compares VmRSS
+    with the weight files' size plus the KV pool (as the server logs it) plus 100 MB."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
     proc = subprocess.Popen([str(LAUNCHER), "--model-id", str(model), "--port", str(port), "--num-threads", str(threads),
@@ -196,9 +210,10 @@ def rss_check(model: Path, threads: int) -> dict:
         proc.wait(timeout=120)
     text = Path(log.name).read_text(errors="replace")
     blocks = re.search(r"KV cache: (\d+) blocks of (\d+) tokens", text)
-    per_token = 32 * 2 * 4096 * 4  # layers x (K, V) x kv width x fp32
-    kv_bytes = int(blocks.group(1)) * int(blocks.group(2)) * per_token if blocks else None
-    file_size = model.stat().st_size
+    per_token = re.search(r"\((\d+) bytes per token\)", text)  # layers x (K, V) x KV width x element
+    kv_bytes = int(blocks.group(1)) * int(blocks.group(2)) * int(per_token.group(1)) if blocks and per_token else None
+    files = sorted(model.glob("*.safetensors")) if model.is_dir() else [model]
+    file_size = sum(f.stat().st_size for f in files)
     limit = file_size + (kv_bytes or 0) + 100 * 2**20
     return {"model": str(model.relative_to(ROOT)), "rss_bytes": rss, "file_bytes": file_size, "kv_pool_bytes": kv_bytes,
             "limit_bytes": limit, "within_limit": rss <= limit}
@@ -217,7 +232,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--tests", nargs="+", default=DEFAULT_TESTS, choices=list(TESTS))
-    ap.add_argument("--no-rss", action="store_true", help="skip the 7B Q4_0 resident-memory check")
+    ap.add_argument("--no-rss", action="store_true",
+                    help=f"skip the resident-memory checks (of {', '.join(RSS_MODELS)}, those in --models)")
     ap.add_argument("--isa", choices=ISA_LEVELS, default="auto",
                     help="cap ours at this level (CPU_ISA) and use llama.cpp's build for it (build-LEVEL)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/cpu_side_by_side.json")
@@ -232,6 +248,7 @@ def main() -> int:
                      f"{'' if ISA == 'auto' else ' --isa ' + ISA} and make build")
 
     paths = {name: ensure_model(name) for name in args.models}
+    peer_paths = {name: MODELS[HF_TWINS[name]] if name in HF_TWINS else path for name, path in paths.items()}
     load_start = os.getloadavg()  # other work on the machine skews both, llama.cpp's spinning threads most
     machine = {t: measure_machine(t) for t in args.threads}
     for t, m in machine.items():
@@ -239,16 +256,17 @@ def main() -> int:
               f"FMA peak {m['fma_flops_per_second'] / 1e9:.1f} GFLOP/s", flush=True)
     rows = []
     for name in args.models:
-        weight_bytes = tensor_bytes(paths[name])
+        weight_bytes = tensor_bytes(peer_paths[name])
         big = name.startswith("llama7b")
         reps = args.reps_7b if big and args.reps_7b else args.reps
         for threads in args.threads:
             for test in (args.tests_7b if big and args.tests_7b else args.tests):
                 ours, theirs = [], []
                 for _ in range(reps):
-                    theirs.append(run_llama_bench(paths[name], threads, test))
+                    theirs.append(run_llama_bench(peer_paths[name], threads, test))
                     ours.append(run_ours(paths[name], threads, test))
-                row = {"model": name, "file": str(paths[name].relative_to(ROOT)), "test": test, "threads": threads,
+                row = {"model": name, "file": str(paths[name].relative_to(ROOT)),
+                       "llama_cpp_file": str(peer_paths[name].relative_to(ROOT)), "test": test, "threads": threads,
                        "ours_tokens_per_second": ours, "llama_cpp_tokens_per_second": theirs,
                        "ratio_ours_over_llama_cpp": ratio_stats(ours, theirs), "weight_bytes": weight_bytes}
                 # weights only: the cache's bytes come on top at depth; not for MoE files, whose
@@ -266,12 +284,13 @@ def main() -> int:
                 print(f"{name:15s} {test} t={threads}: ours {statistics.median(ours):8.2f} tok/s, llama.cpp "
                       f"{statistics.median(theirs):8.2f} tok/s, ratio {r['median']:.2f} "
                       f"[{r['min']:.2f}, {r['max']:.2f}]{extra}", flush=True)
-    rss = None
-    if not args.no_rss and "llama7b-q4_0" in paths:
-        rss = rss_check(paths["llama7b-q4_0"], max(args.threads))
-        print(f"7B Q4_0 server RSS {rss['rss_bytes'] / 2**20:.0f} MiB vs limit {rss['limit_bytes'] / 2**20:.0f} MiB "
-              f"(file {rss['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
-              f"{'within' if rss['within_limit'] else 'OVER'}", flush=True)
+    rss = []
+    for name in [] if args.no_rss else [n for n in RSS_MODELS if n in paths]:
+        rss.append(rss_check(paths[name], max(args.threads)))
+        r = rss[-1]
+        print(f"{name} server RSS {r['rss_bytes'] / 2**20:.0f} MiB vs limit {r['limit_bytes'] / 2**20:.0f} MiB "
+              f"(weight files {r['file_bytes'] / 2**20:.0f} MiB + KV pool + 100 MiB): "
+              f"{'within' if r['within_limit'] else 'OVER'}", flush=True)
     doc = {"tool": "scripts/bench/cpu_side_by_side.py", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
            "isa": ISA, "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "reps": args.reps, "reps_7b": args.reps_7b or args.reps, "command": " ".join(sys.argv), "machine": {str(t): m for t, m in machine.items()}, "rows": rows, "rss": rss,
            "llama_cpp": "llama-bench from llama-cpp-python 0.3.36's vendored llama.cpp (scripts/bench/build_llama_cpp.sh"
