@@ -2,7 +2,9 @@
 """Two builds of our engine on the same model and threads, alternating: pp512 (prefill of 512
 tokens) and tg128 (decode of 128 tokens) at batch 1 through text-generation-benchmark, and the
 ratio new/old per pair with its median and spread. For "same speed" claims about a refactor, where
-a side by side against llama.cpp would add llama.cpp's own noise.
+a side by side against llama.cpp would add llama.cpp's own noise. --prompt-tokens N measures ppN
+instead of pp512; --decode-tokens 0 measures the prefill alone (no tg rows). The environment
+passes through (e.g. CPU_ISA=avx2 caps both builds).
 
   scripts/bench/ab_binaries.py --old OLD/text-generation-benchmark --new build/src/app/... \
       --model smollm2-q4_1=models/SmolLM2-135M-Instruct.Q4_1.gguf [--model name=path ...] \
@@ -17,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 
-def run(binary, model, threads):
+def run(binary, model, threads, prompt, decode):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([binary, "--model-id", model, "-b", "1", "-s", "512", "-d", "128",
+        subprocess.run([binary, "--model-id", model, "-b", "1", "-s", str(prompt), "-d", str(max(1, decode)),
                         "--runs", "2", "--warmups", "1", "--num-threads", str(threads),
                         "--output", out.name], check=True, capture_output=True)
         case = json.load(open(out.name))["cases"][0]
@@ -38,6 +40,8 @@ def main():
     ap.add_argument("--model", action="append", required=True, help="name=path")
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=512)
+    ap.add_argument("--decode-tokens", type=int, default=128)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     result = {"old": args.old, "new": args.new, "threads": args.threads, "pairs": args.pairs,
@@ -50,12 +54,17 @@ def main():
             order = [("old", args.old), ("new", args.new)]
             if p % 2:
                 order.reverse()
-            tps = {label: run(binary, path, args.threads) for label, binary in order}
+            tps = {label: run(binary, path, args.threads, args.prompt_tokens, args.decode_tokens)
+                   for label, binary in order}
             pp.append(tps["new"][0] / tps["old"][0])
-            tg.append(tps["new"][1] / tps["old"][1])
-        result["rows"][name] = {"pp512_new_over_old": spread(pp), "tg128_new_over_old": spread(tg)}
-        print(f"{name}: pp512 {statistics.median(pp):.3f} [{min(pp):.3f}, {max(pp):.3f}]  "
-              f"tg128 {statistics.median(tg):.3f} [{min(tg):.3f}, {max(tg):.3f}]", flush=True)
+            tg.append(tps["new"][1] / tps["old"][1] if args.decode_tokens else None)
+        pp_name, tg_name = f"pp{args.prompt_tokens}", f"tg{args.decode_tokens}"
+        result["rows"][name] = {f"{pp_name}_new_over_old": spread(pp)}
+        line = f"{name}: {pp_name} {statistics.median(pp):.3f} [{min(pp):.3f}, {max(pp):.3f}]"
+        if args.decode_tokens:
+            result["rows"][name][f"{tg_name}_new_over_old"] = spread(tg)
+            line += f"  {tg_name} {statistics.median(tg):.3f} [{min(tg):.3f}, {max(tg):.3f}]"
+        print(line, flush=True)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
 

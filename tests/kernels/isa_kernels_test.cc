@@ -54,6 +54,7 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.panel16_dot, reference.panel16_dot);
     EXPECT_NE(kernels.panel16_unpack, reference.panel16_unpack);
     EXPECT_NE(kernels.panel16_gemm, reference.panel16_gemm);
+    EXPECT_NE(kernels.panel16_direct_gemm, reference.panel16_direct_gemm);
     EXPECT_NE(kernels.attend_scores, nullptr);
     EXPECT_NE(kernels.attend_values, nullptr);
     // The panel GEMM comes with 16-lane registers (kPanelWidth).

@@ -198,6 +198,37 @@ TEST(Panels16, UnpackAndGemmOverDepthBlocksGiveTheDotsBits) {
   }
 }
 
+// The prefill tiles straight from the 16-bit values give the decode kernel's bits, at every ISA,
+// for row counts around each register tile (6 and 14 rows, 4, 1) and panel counts around the
+// two-panel tile.
+TEST(Panels16, DirectGemmGivesTheDotsBits) {
+  for (RowFormat format : kFormats) {
+    for (int64_t num_panels : {1, 2, 3}) {
+      for (int64_t k : {1, 30, 300}) {
+        for (int64_t m : {1, 3, 4, 5, 6, 7, 12, 13, 14, 15, 29}) {
+          SCOPED_TRACE(std::string(row_format_info(format).name) +
+                       " panels=" + std::to_string(num_panels) + " k=" + std::to_string(k) +
+                       " m=" + std::to_string(m));
+          const int64_t n = num_panels * kPanel16Rows, ldx = k + 1, ldy = n + 3;
+          const auto rows = random_halves(format, n * k, 41);
+          const auto panels = panels_of(format, rows, n, k);
+          const auto x = random_floats(m * ldx, 42);
+          std::vector<float> want(static_cast<size_t>(m * ldy), -1.0f);
+          panel16_dot_scalar(format, panels.data(), num_panels, k, x.data(), ldx, m, want.data(),
+                             ldy);
+          for (Isa isa : supported_isas()) {
+            SCOPED_TRACE(isa_name(isa));
+            std::vector<float> got(static_cast<size_t>(m * ldy), -1.0f);
+            isa_kernels(isa).panel16_direct_gemm(format, panels.data(), num_panels, k, x.data(),
+                                                 ldx, m, got.data(), ldy);
+            expect_same_bits(got, want);
+          }
+        }
+      }
+    }
+  }
+}
+
 // matmul_panels16: each row's outputs are the bits of that row run alone at the scalar level, at
 // every ISA, for decode and prefill batch sizes (past the depth and row blocks), 1 and 2 threads.
 TEST(Panels16, MatmulIsBatchInvariantAndTheSameBitsAtEveryIsa) {
@@ -216,7 +247,8 @@ TEST(Panels16, MatmulIsBatchInvariantAndTheSameBitsAtEveryIsa) {
         matmul_panels16(format, panels.data(), x.data() + i * k, alone.data() + i * n, 1, n, k,
                         single, bias.data(), Isa::kScalar);
       for (Isa isa : supported_isas()) {
-        for (int64_t m : {1, 2, 5, 8, 13, 530}) {
+        // 128 / 129: either side of the 16-lane tables' direct prefill (panel16_direct_max_rows).
+        for (int64_t m : {1, 2, 5, 8, 13, 128, 129, 530}) {
           for (ThreadPool* pool : {&single, &pair}) {
             SCOPED_TRACE(std::string(row_format_info(format).name) + " " + isa_name(isa) +
                          " k=" + std::to_string(k) + " m=" + std::to_string(m) +

@@ -164,6 +164,14 @@ struct IsaKernels {
   void (*panel16_gemm)(const float* x, int64_t ldx, int64_t m, const float* panels,
                        int64_t num_panels, int64_t k, float* y, int64_t ldy,
                        bool accumulate) = nullptr;
+  // panel16_direct_gemm: panel16_dot's product in prefill's register tiles, converting the 16-bit
+  // values at every step instead of unpacking them. Prefill of up to panel16_direct_max_rows rows
+  // runs it (the conversions issue beside the FMAs, and no unpacked panel is written and read
+  // again); more rows unpack and run panel16_gemm.
+  void (*panel16_direct_gemm)(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
+                              const float* x, int64_t ldx, int64_t m, float* y,
+                              int64_t ldy) = nullptr;
+  int64_t panel16_direct_max_rows = 0;
   // FP8 weights in panels (panels_fp8.h): the weights fp8_panel_weight gives, every output one
   // fp32 FMA chain over k in order. fp8_panel_dot: y[i * ldy + 16 (g - g0) + c] = dot(x + i * ldx,
   // row c of panel g) for i < m, g in [g0, g0 + num_panels) (decode). fp8_panel_unpack:

@@ -336,6 +336,7 @@ const IsaKernels& scalar_kernels() {
                                        .panel16_dot = panel16_dot_scalar,
                                        .panel16_unpack = panel16_unpack_scalar,
                                        .panel16_gemm = panel16_gemm_scalar,
+                                       .panel16_direct_gemm = panel16_dot_scalar,
                                        .fp8_panel_dot = fp8_panel_dot_scalar,
                                        .fp8_panel_unpack = fp8_panel_unpack_scalar};
   return kKernels;

@@ -110,6 +110,14 @@ XRows unaliased_rows(const float* x, int64_t m, int64_t k, ThreadPool& pool) {
   return {copy, ldx};
 }
 
+// y[i * n + j] += bias[j] for i < m, j in [j0, j1) (nothing without a bias).
+void add_bias_columns(const float* bias, float* y, int64_t m, int64_t n, int64_t j0, int64_t j1) {
+  if (bias == nullptr) return;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = j0; j < j1; ++j) y[i * n + j] += bias[j];
+  }
+}
+
 // Float prefill where the ISA has gemm_panel: each thread converts two panels' worth of weight
 // rows (2 x kPanelWidth) at a time to fp32 and stores them k-major (two panels), then runs every
 // X row against them, so each weight row is converted once per call and the GEMM needs no
@@ -364,10 +372,7 @@ void matmul_in_panels(int64_t num_panels, const float* x, float* y, int64_t m, i
                       ThreadPool& pool, const float* bias, const IsaKernels& kernels,
                       const Dot& dot, const Unpack& unpack) {
   const auto add_bias = [&](int64_t g0, int64_t g1) {
-    if (bias == nullptr) return;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = g0 * kPanel16Rows; j < g1 * kPanel16Rows; ++j) y[i * n + j] += bias[j];
-    }
+    add_bias_columns(bias, y, m, n, g0 * kPanel16Rows, g1 * kPanel16Rows);
   };
   if (m < kDecodeMaxRows) {
     // Decode: memory bound on W, so each panel is streamed once in its stored form.
@@ -410,6 +415,20 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
   const IsaKernels& kernels = isa_kernels(isa);
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const int64_t panel_bytes = k * kPanel16Rows * 2;
+  if (m >= kDecodeMaxRows && m <= kernels.panel16_direct_max_rows) {
+    // Prefill straight from the 16-bit panels: each thread's panels against blocks of X rows,
+    // over all of k (no depth blocks: nothing unpacked to keep in cache).
+    const XRows rows_x = unaliased_rows(x, m, k, pool);
+    pool.parallel_for(n / kPanel16Rows, [&](int64_t g0, int64_t g1) {
+      for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {
+        kernels.panel16_direct_gemm(
+            format, w_bytes + g0 * panel_bytes, g1 - g0, k, rows_x.x + m0 * rows_x.ldx, rows_x.ldx,
+            std::min(kPanelBlockRows, m - m0), y + m0 * n + g0 * kPanel16Rows, n);
+      }
+      add_bias_columns(bias, y, m, n, g0 * kPanel16Rows, g1 * kPanel16Rows);
+    });
+    return;
+  }
   matmul_in_panels(
       n / kPanel16Rows, x, y, m, n, k, pool, bias, kernels,
       [&](int64_t g0, int64_t g1) {
@@ -447,10 +466,7 @@ void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   const int64_t panel_bytes = k * kPanel16Rows * 2;
   const auto add_bias = [&](int64_t g0, int64_t g1) {
-    if (bias == nullptr) return;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = g0 * kPanel16Rows; j < g1 * kPanel16Rows; ++j) y[i * n + j] += bias[j];
-    }
+    add_bias_columns(bias, y, m, n, g0 * kPanel16Rows, g1 * kPanel16Rows);
   };
   const int64_t num_panels = n / kPanel16Rows;
   if (m < kDecodeMaxRows) {

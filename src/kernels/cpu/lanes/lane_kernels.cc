@@ -50,6 +50,8 @@ void add(IsaKernels& kernels) {
   kernels.attend_rows_softcapped = attention_rows::attend_softcapped_any<Wide>;
   kernels.panel16_unpack = lanes::panel16_unpack<Wide>;
   kernels.panel16_gemm = lanes::panel16_gemm<Wide>;
+  kernels.panel16_direct_gemm = lanes::panel16_direct_gemm<Wide>;
+  kernels.panel16_direct_max_rows = lanes::kPanel16DirectMaxRows<Wide>;
   kernels.fp8_panel_dot = lanes::fp8_panel_dot<Wide>;
   kernels.fp8_panel_unpack = lanes::fp8_panel_unpack<Wide>;
   if constexpr (Wide::kLanes == 8) {

@@ -103,33 +103,48 @@ void panel16_unpack(RowFormat format, const void* panel, int64_t p0, int64_t p1,
   }
 }
 
-// MR rows against NP unpacked panels (one after another, k * 16 values each), continuing the
-// chains in y when `accumulate`.
-template <typename V, int MR, int NP>
-void gemm_micro(const float* x, int64_t ldx, const float* panels, int64_t k, float* y, int64_t ldy,
-                bool accumulate) {
+// Where a prefill tile reads its panels' values: fp32 panels unpacked ahead (panel16_unpack), or
+// the 16-bit panels themselves, converted in registers at every step.
+struct Fp32Panels {
+  using Value = float;
+  template <typename V>
+  static typename V::Reg load(const float* p) {
+    return V::load(p);
+  }
+};
+template <RowFormat F>
+struct HalfPanels {
+  using Value = uint16_t;
+  template <typename V>
+  static typename V::Reg load(const uint16_t* p) {
+    return load_half<V, F>(p);
+  }
+};
+
+// MR rows against NP panels (one after another, k * 16 values each), continuing the chains in y
+// when `accumulate`.
+template <typename V, typename Panels, int MR, int NP>
+void gemm_micro(const float* x, int64_t ldx, const typename Panels::Value* panels, int64_t k,
+                float* y, int64_t ldy, bool accumulate) {
   constexpr int R = kPanelRegs<V>;
   constexpr int NR = NP * R;
   const int64_t panel_elems = k * kPanel16Rows;
   typename V::Reg acc[MR][NR];
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 2
-      for (int r = 0; r < R; ++r) {
-        acc[i][q * R + r] =
-            accumulate ? V::load(y + i * ldy + q * kPanel16Rows + r * V::kLanes) : V::zero();
-      }
-    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j)
+      acc[i][j] = accumulate ? V::load(y + i * ldy + j * V::kLanes) : V::zero();
   }
   for (int64_t p = 0; p < k; ++p) {
     typename V::Reg wv[NR];
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) {
 #pragma GCC unroll 2
-      for (int r = 0; r < R; ++r)
-        wv[q * R + r] = V::load(panels + q * panel_elems + p * kPanel16Rows + r * V::kLanes);
+      for (int r = 0; r < R; ++r) {
+        wv[q * R + r] =
+            Panels::template load<V>(panels + q * panel_elems + p * kPanel16Rows + r * V::kLanes);
+      }
     }
 #pragma GCC unroll 14
     for (int i = 0; i < MR; ++i) {
@@ -140,12 +155,8 @@ void gemm_micro(const float* x, int64_t ldx, const float* panels, int64_t k, flo
   }
 #pragma GCC unroll 14
   for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 2
-      for (int r = 0; r < R; ++r)
-        V::store(y + i * ldy + q * kPanel16Rows + r * V::kLanes, acc[i][q * R + r]);
-    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) V::store(y + i * ldy + j * V::kLanes, acc[i][j]);
   }
 }
 
@@ -161,17 +172,35 @@ template <typename V, int NP>
 inline constexpr int kGemmRows = NP == 2 ? 14 : 12 / kPanelRegs<V>;
 
 // All m rows against NP panels.
-template <typename V, int NP>
-void gemm_rows(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t k, float* y,
-               int64_t ldy, bool accumulate) {
+template <typename V, typename Panels, int NP>
+void gemm_rows(const float* x, int64_t ldx, int64_t m, const typename Panels::Value* panels,
+               int64_t k, float* y, int64_t ldy, bool accumulate) {
   constexpr int MR = kGemmRows<V, NP>;
   int64_t i = 0;
-  for (; i + MR <= m; i += MR)
-    gemm_micro<V, MR, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+  for (; i + MR <= m; i += MR) {
+    gemm_micro<V, Panels, MR, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+  }
   for (; i + 4 <= m; i += 4)
-    gemm_micro<V, 4, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+    gemm_micro<V, Panels, 4, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
   for (; i < m; ++i)
-    gemm_micro<V, 1, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+    gemm_micro<V, Panels, 1, NP>(x + i * ldx, ldx, panels, k, y + i * ldy, ldy, accumulate);
+}
+
+// All m rows against num_panels panels, NP at a time.
+template <typename V, typename Panels>
+void gemm_panels(const float* x, int64_t ldx, int64_t m, const typename Panels::Value* panels,
+                 int64_t num_panels, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  constexpr int NP = kGemmPanels<V>;
+  const int64_t panel_elems = k * kPanel16Rows;
+  int64_t g = 0;
+  for (; g + NP <= num_panels; g += NP) {
+    gemm_rows<V, Panels, NP>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy,
+                             accumulate);
+  }
+  for (; g < num_panels; ++g) {
+    gemm_rows<V, Panels, 1>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy,
+                            accumulate);
+  }
 }
 
 // y[i * ldy + 16 g + c] (+)= sum over p < k of x[i * ldx + p] * panels[(g * k + p) * 16 + c], for
@@ -179,14 +208,27 @@ void gemm_rows(const float* x, int64_t ldx, int64_t m, const float* panels, int6
 template <typename V>
 void panel16_gemm(const float* x, int64_t ldx, int64_t m, const float* panels, int64_t num_panels,
                   int64_t k, float* y, int64_t ldy, bool accumulate) {
-  constexpr int NP = kGemmPanels<V>;
-  const int64_t panel_elems = k * kPanel16Rows;
-  int64_t g = 0;
-  for (; g + NP <= num_panels; g += NP) {
-    gemm_rows<V, NP>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy, accumulate);
-  }
-  for (; g < num_panels; ++g) {
-    gemm_rows<V, 1>(x, ldx, m, panels + g * panel_elems, k, y + g * kPanel16Rows, ldy, accumulate);
+  gemm_panels<V, Fp32Panels>(x, ldx, m, panels, num_panels, k, y, ldy, accumulate);
+}
+
+// Prefill rows up to which panel16_direct_gemm beats unpacking (IsaKernels::
+// panel16_direct_max_rows; 4096 x 4096, 11008 x 4096 and 4096 x 11008 F16 Linears, 2 threads,
+// GFLOP/s direct vs unpacked): with 8 lanes at every row count (64 rows 199-205 vs 186-193, 512
+// rows 214-224 vs 206-214), with 16 lanes for few rows only (64 rows 202-208 vs 190-194, 128 rows
+// 204-210 vs 201-202, 256 even at ~210, 512 rows 208-211 vs 212-218: there the unpacked tile's
+// fp32 panels serve enough rows to pay for their conversion).
+template <typename V>
+inline constexpr int64_t kPanel16DirectMaxRows = V::kLanes == 8 ? INT64_MAX : 128;
+
+// panel16_dot's product in the prefill tiles, straight from the 16-bit values (over all of k).
+template <typename V>
+void panel16_direct_gemm(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
+                         const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy) {
+  const auto* w = static_cast<const uint16_t*>(panels);
+  if (format == RowFormat::kF16) {
+    gemm_panels<V, HalfPanels<RowFormat::kF16>>(x, ldx, m, w, num_panels, k, y, ldy, false);
+  } else {
+    gemm_panels<V, HalfPanels<RowFormat::kBF16>>(x, ldx, m, w, num_panels, k, y, ldy, false);
   }
 }
 
