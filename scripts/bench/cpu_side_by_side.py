@@ -211,10 +211,12 @@ def rss_check(model: Path, threads: int) -> dict:
     text = Path(log.name).read_text(errors="replace")
     blocks = re.search(r"KV cache: (\d+) blocks of (\d+) tokens", text)
     per_token = re.search(r"\((\d+) bytes per token\)", text)  # layers x (K, V) x KV width x element
-    kv_bytes = int(blocks.group(1)) * int(blocks.group(2)) * int(per_token.group(1)) if blocks and per_token else None
+    if not blocks or not per_token:
+        sys.exit(f"{model}: the server's log does not say its KV pool (see {log.name})")
+    kv_bytes = int(blocks.group(1)) * int(blocks.group(2)) * int(per_token.group(1))
     files = sorted(model.glob("*.safetensors")) if model.is_dir() else [model]
     file_size = sum(f.stat().st_size for f in files)
-    limit = file_size + (kv_bytes or 0) + 100 * 2**20
+    limit = file_size + kv_bytes + 100 * 2**20
     return {"model": str(model.relative_to(ROOT)), "rss_bytes": rss, "file_bytes": file_size, "kv_pool_bytes": kv_bytes,
             "limit_bytes": limit, "within_limit": rss <= limit}
 
@@ -248,7 +250,7 @@ def main() -> int:
                      f"{'' if ISA == 'auto' else ' --isa ' + ISA} and make build")
 
     paths = {name: ensure_model(name) for name in args.models}
-    peer_paths = {name: MODELS[HF_TWINS[name]] if name in HF_TWINS else path for name, path in paths.items()}
+    peer_paths = {name: ensure_model(HF_TWINS[name]) if name in HF_TWINS else path for name, path in paths.items()}
     load_start = os.getloadavg()  # other work on the machine skews both, llama.cpp's spinning threads most
     machine = {t: measure_machine(t) for t in args.threads}
     for t, m in machine.items():

@@ -49,9 +49,10 @@ VIEWS = {gguf.GGMLQuantizationType.F32: np.float32, gguf.GGMLQuantizationType.F1
 def hf_name(name: str) -> str:
     if name in TOP_LEVEL:
         return TOP_LEVEL[name]
-    blk, layer, piece, suffix = name.split(".")
-    assert blk == "blk" and piece in PER_LAYER and suffix == "weight", name
-    return f"model.layers.{layer}.{PER_LAYER[piece]}.weight"
+    parts = name.split(".")
+    if len(parts) != 4 or parts[0] != "blk" or parts[2] not in PER_LAYER or parts[3] != "weight":
+        sys.exit(f"{name}: not a tensor of a plain Llama (biases, rope_freqs, experts are not written)")
+    return f"model.layers.{parts[1]}.{PER_LAYER[parts[2]]}.weight"
 
 
 def from_rotary_order(rows: np.ndarray, heads: int) -> np.ndarray:
@@ -75,6 +76,8 @@ def main() -> int:
     arch = field(reader, "general.architecture")
     if arch != "llama":
         sys.exit(f"{args.gguf}: {arch}, only llama is written")
+    if any(key.startswith("llama.rope.scaling.") for key in reader.fields):
+        sys.exit(f"{args.gguf}: RoPE scaling is not written into config.json")
     heads = int(field(reader, "llama.attention.head_count"))
     kv_heads = int(field(reader, "llama.attention.head_count_kv"))
     tensors = []  # (hf name, dtype, shape, values as stored)
@@ -129,10 +132,11 @@ def main() -> int:
         "num_hidden_layers": int(field(reader, "llama.block_count")),
         "num_attention_heads": heads, "num_key_value_heads": kv_heads,
         "max_position_embeddings": int(field(reader, "llama.context_length")),
-        "rms_norm_eps": float(f"{field(reader, 'llama.attention.layer_norm_rms_epsilon'):.7g}"),  # as written, not its f32
-        "rope_theta": float(field(reader, "llama.rope.freq_base")) if "llama.rope.freq_base" in reader.fields
-        else 10000.0,
-        "vocab_size": int(reader.fields["tokenizer.ggml.tokens"].data.__len__()),
+        # as written (1e-05), not its float32 value
+        "rms_norm_eps": float(f"{field(reader, 'llama.attention.layer_norm_rms_epsilon'):.7g}"),
+        "rope_theta": float(field(reader, "llama.rope.freq_base") if "llama.rope.freq_base" in reader.fields
+                            else 10000.0),
+        "vocab_size": len(reader.fields["tokenizer.ggml.tokens"].data),
         "bos_token_id": int(field(reader, "tokenizer.ggml.bos_token_id")),
         "eos_token_id": int(field(reader, "tokenizer.ggml.eos_token_id")),
         "tie_word_embeddings": "output.weight" not in {t.name for t in reader.tensors},

@@ -148,6 +148,7 @@ def test_gguf_comes_back_as_its_hf_folder(tmp_path, dtype):
         HIDDEN, INTERMEDIATE, LAYERS)
     assert (config["num_attention_heads"], config["num_key_value_heads"]) == (HEADS, KV_HEADS)
     assert (config["vocab_size"], config["rms_norm_eps"], config["tie_word_embeddings"]) == (VOCAB, 1e-5, False)
+    assert (config["rope_theta"], config["bos_token_id"], config["eos_token_id"]) == (10000.0, 1, 2)
     assert (folder / "tokenizer.json").exists()
 
 

@@ -55,6 +55,7 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.panel16_unpack, reference.panel16_unpack);
     EXPECT_NE(kernels.panel16_gemm, reference.panel16_gemm);
     EXPECT_NE(kernels.panel16_direct_gemm, reference.panel16_direct_gemm);
+    EXPECT_GT(kernels.panel16_direct_max_rows, 0);
     EXPECT_NE(kernels.attend_scores, nullptr);
     EXPECT_NE(kernels.attend_values, nullptr);
     // The panel GEMM comes with 16-lane registers (kPanelWidth).

@@ -167,7 +167,8 @@ struct IsaKernels {
   // panel16_direct_gemm: panel16_dot's product in prefill's register tiles, converting the 16-bit
   // values at every step instead of unpacking them. Prefill of up to panel16_direct_max_rows rows
   // runs it (the conversions issue beside the FMAs, and no unpacked panel is written and read
-  // again); more rows unpack and run panel16_gemm.
+  // again); more rows unpack and run panel16_gemm (0: never, the scalar table). Decode's few rows
+  // run panel16_dot whatever this says.
   void (*panel16_direct_gemm)(RowFormat format, const void* panels, int64_t num_panels, int64_t k,
                               const float* x, int64_t ldx, int64_t m, float* y,
                               int64_t ldy) = nullptr;

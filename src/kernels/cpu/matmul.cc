@@ -1,6 +1,8 @@
 // Matmul: for one activation row (decode) a dot per weight row straight from the packed format;
 // for several rows (prefill) each weight tile is converted to fp32 once per block of X rows and
-// reused by a register-tiled GEMM, so quantized prefill costs about as much as fp32 prefill.
+// reused by a register-tiled GEMM, so quantized prefill costs about as much as fp32 prefill (16-bit
+// panels, where the ISA's table says so, convert in the GEMM's registers instead:
+// panel16_direct_gemm).
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -417,7 +419,8 @@ void matmul_panels16(RowFormat format, const void* w, const float* x, float* y, 
   const int64_t panel_bytes = k * kPanel16Rows * 2;
   if (m >= kDecodeMaxRows && m <= kernels.panel16_direct_max_rows) {
     // Prefill straight from the 16-bit panels: each thread's panels against blocks of X rows,
-    // over all of k (no depth blocks: nothing unpacked to keep in cache).
+    // over all of k (no depth blocks: nothing unpacked to keep in cache). The row blocks bound
+    // only how many rows a panel sweeps before the next (measured at 512, as unpacked).
     const XRows rows_x = unaliased_rows(x, m, k, pool);
     pool.parallel_for(n / kPanel16Rows, [&](int64_t g0, int64_t g1) {
       for (int64_t m0 = 0; m0 < m; m0 += kPanelBlockRows) {

@@ -2,7 +2,7 @@
 // over k reads one contiguous run of 16 values, one per row, that converts to one register of
 // fp32 lanes (two of 8 on AVX2) with no horizontal sums left at the end. The layout, its packing
 // from rows, and the scalar references of the kernels (isa.h: panel16_dot, panel16_unpack,
-// panel16_gemm; the vector ones are lanes/panels16.h).
+// panel16_gemm; panel16_direct_gemm's is panel16_dot's; the vector ones are lanes/panels16.h).
 // NOTE: every output is one fp32 FMA chain over k in order (fma(x[p], w[p], acc), from 0), in
 // every kernel, table and tile, so a row's result is the same bits alone or in any batch, split
 // or blocked over k in any way, and at every ISA level.

@@ -1,7 +1,8 @@
-// The 16-bit weight panel kernels (IsaKernels::panel16_dot, panel16_unpack, panel16_gemm; the
-// layout is panels16.h's) written once against the lane_math.h policies: kPanel16Rows weight rows
-// per panel take kPanel16Rows / kLanes registers, and every output is one fp32 FMA chain over k in
-// order, in its own lane, so any width, tile or batch gives the scalar reference's bits.
+// The 16-bit weight panel kernels (IsaKernels::panel16_dot, panel16_unpack, panel16_gemm,
+// panel16_direct_gemm; the layout is panels16.h's) written once against the lane_math.h
+// policies: kPanel16Rows weight rows per panel take kPanel16Rows / kLanes registers, and every
+// output is one fp32 FMA chain over k in order, in its own lane, so any width, tile or batch
+// gives the scalar reference's bits.
 #pragma once
 
 #include <immintrin.h>
