@@ -57,7 +57,8 @@ def main():
             tps = {label: run(binary, path, args.threads, args.prompt_tokens, args.decode_tokens)
                    for label, binary in order}
             pp.append(tps["new"][0] / tps["old"][0])
-            tg.append(tps["new"][1] / tps["old"][1] if args.decode_tokens else None)
+            if args.decode_tokens:
+                tg.append(tps["new"][1] / tps["old"][1])
         pp_name, tg_name = f"pp{args.prompt_tokens}", f"tg{args.decode_tokens}"
         result["rows"][name] = {f"{pp_name}_new_over_old": spread(pp)}
         line = f"{name}: {pp_name} {statistics.median(pp):.3f} [{min(pp):.3f}, {max(pp):.3f}]"

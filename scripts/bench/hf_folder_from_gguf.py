@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts/fixtures"))
 from hf_tokenizer_from_gguf import write_hf_tokenizer  # noqa: E402
+from make_test_checkpoints import unpermute_rows  # noqa: E402  (llama.cpp's Q/K row order undone)
 
 # GGUF tensor name pieces -> transformers' (LlamaForCausalLM).
 TOP_LEVEL = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
@@ -53,12 +54,6 @@ def hf_name(name: str) -> str:
     if len(parts) != 4 or parts[0] != "blk" or parts[2] not in PER_LAYER or parts[3] != "weight":
         sys.exit(f"{name}: not a tensor of a plain Llama (biases, rope_freqs, experts are not written)")
     return f"model.layers.{parts[1]}.{PER_LAYER[parts[2]]}.weight"
-
-
-def from_rotary_order(rows: np.ndarray, heads: int) -> np.ndarray:
-    """convert_hf_to_gguf.py's permute undone: each head's rows (2i, 2i + 1) back to (i, i + d/2)."""
-    n = rows.shape[0]
-    return rows.reshape(heads, n // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
 
 
 def field(reader: gguf.GGUFReader, key: str):
@@ -88,9 +83,9 @@ def main() -> int:
         # gguf-py hands BF16 over as bytes: the values' own shape is the tensor's (GGUF order reversed).
         values = np.asarray(t.data).view(VIEWS[t.tensor_type]).reshape([int(d) for d in reversed(t.shape)])
         if t.name.endswith("attn_q.weight"):
-            values = from_rotary_order(values, heads)
+            values = unpermute_rows(values, heads)
         elif t.name.endswith("attn_k.weight"):
-            values = from_rotary_order(values, kv_heads)
+            values = unpermute_rows(values, kv_heads)
         if values.ndim == 2:
             matrix_types.add(DTYPES[t.tensor_type])
         tensors.append((hf_name(t.name), DTYPES[t.tensor_type], list(values.shape), values))

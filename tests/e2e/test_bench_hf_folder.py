@@ -17,8 +17,11 @@ import pytest
 from conftest import ROOT, launch_server
 
 sys.path.insert(0, str(ROOT / "scripts/bench"))
+sys.path.insert(0, str(ROOT / "scripts/fixtures"))
 import gguf  # noqa: E402
 from make_shaped_gguf import add_vocab  # noqa: E402
+from make_test_checkpoints import bf16_bits  # noqa: E402
+from make_tiny_gguf import permute  # noqa: E402  (convert_hf_to_gguf.py's Q/K row order)
 
 SCRIPT = ROOT / "scripts/bench/hf_folder_from_gguf.py"
 VOCAB_GGUF = ROOT / "models/vocab/ggml-vocab-llama-spm.gguf"
@@ -26,17 +29,9 @@ HIDDEN, HEADS, KV_HEADS, INTERMEDIATE, LAYERS, VOCAB = 64, 4, 2, 128, 2, 32000
 HEAD_DIM = HIDDEN // HEADS
 
 
-def to_rotary_order(w, heads):
-    """convert_hf_to_gguf.py's permute: each head's rows (i, i + d/2) to (2i, 2i + 1)."""
-    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-
 def bits_of(values, dtype):
-    """The stored 16-bit patterns (bf16: the top half of each fp32, after rounding to nearest even)."""
-    if dtype == "F16":
-        return values.astype(np.float16).view(np.uint16)
-    u = values.astype(np.float32).view(np.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    """The stored 16-bit patterns."""
+    return values.astype(np.float16).view(np.uint16) if dtype == "F16" else bf16_bits(values)
 
 
 def hf_checkpoint(dtype):
@@ -94,9 +89,9 @@ def write_gguf(path, checkpoint, dtype):
             layer, module = name[len("model.layers."):-len(".weight")].split(".", 1)
             gname = f"blk.{layer}.{GGUF_NAMES[module]}.weight"
         if gname.endswith("attn_q.weight"):
-            values = to_rotary_order(values, HEADS)
+            values = permute(values, HEADS, HEADS)
         elif gname.endswith("attn_k.weight"):
-            values = to_rotary_order(values, KV_HEADS)
+            values = permute(values, HEADS, KV_HEADS)
         if kind == "F32":
             w.add_tensor(gname, values)
         elif kind == "F16":
