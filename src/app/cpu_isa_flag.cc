@@ -11,8 +11,8 @@ void add_cpu_isa_flag(CLI::App& app, std::string& cpu_isa) {
   app.add_option(
          "--cpu-isa", cpu_isa,
          "Highest instruction set the CPU kernels use: auto (the best this CPU and OS "
-         "run), scalar, avx2, avx512, avx512-vnni or avx512-bf16 (above what the CPU runs: an "
-         "error)")
+         "run), scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16 (a level the CPU "
+         "does not run: an error)")
       ->envname("CPU_ISA")
       ->capture_default_str();
 }
@@ -20,8 +20,9 @@ void add_cpu_isa_flag(CLI::App& app, std::string& cpu_isa) {
 Result<std::optional<kernels::Isa>> parse_cpu_isa(const std::string& requested) {
   if (requested == "auto") return std::optional<kernels::Isa>();
   if (auto isa = kernels::parse_isa(requested)) return std::optional<kernels::Isa>(*isa);
-  return Error{"--cpu-isa must be auto, scalar, avx2, avx512, avx512-vnni or avx512-bf16, not " +
-               requested};
+  return Error{
+      "--cpu-isa must be auto, scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16, not " +
+      requested};
 }
 
 std::string cpu_isa_log_line(kernels::Isa used, kernels::Isa detected, bool capped,

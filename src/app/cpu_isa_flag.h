@@ -15,7 +15,7 @@ class App;
 
 namespace lm {
 
-inline constexpr const char* kCpuIsaValues[] = {"auto",   "scalar",      "avx2",
+inline constexpr const char* kCpuIsaValues[] = {"auto",   "scalar",      "avx2",       "avx-vnni",
                                                 "avx512", "avx512-vnni", "avx512-bf16"};
 
 // Adds --cpu-isa (env CPU_ISA), default auto.
@@ -31,7 +31,7 @@ std::string cpu_isa_log_line(kernels::Isa used, kernels::Isa detected, bool capp
                              const std::string& limit_reason);
 
 // parse_cpu_isa + kernels::select_isa on this machine. Returns the log line, or an error when the
-// value is unknown or above what this CPU runs.
+// value is unknown or a level this CPU does not run.
 Result<std::string> apply_cpu_isa(const std::string& requested);
 
 }  // namespace lm

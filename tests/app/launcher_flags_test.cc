@@ -160,9 +160,9 @@ TEST(CpuIsaFlag, ValuesAreAutoOrTheKernelLevels) {
   }
   auto bad = parse_cpu_isa("avx512vnni");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(
-      bad.error().message,
-      "--cpu-isa must be auto, scalar, avx2, avx512, avx512-vnni or avx512-bf16, not avx512vnni");
+  EXPECT_EQ(bad.error().message,
+            "--cpu-isa must be auto, scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16, "
+            "not avx512vnni");
 }
 
 TEST(CpuIsaFlag, LogLineSaysWhetherTheLevelWasCapped) {

@@ -60,4 +60,4 @@ def test_cpu_isa_caps_the_kernels(tmp_path):
     r = subprocess.run([str(BENCHMARK), "--model-id", MODEL, "--cpu-isa", "avx512vnni"],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 1
-    assert "--cpu-isa must be auto, scalar, avx2, avx512, avx512-vnni or avx512-bf16, not avx512vnni" in r.stderr
+    assert "--cpu-isa must be auto, scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16, not avx512vnni" in r.stderr

@@ -289,11 +289,11 @@ def test_cpu_isa_caps_the_kernels_and_says_so():
     r = run_launcher(["--model-id", MODEL, "--dry-run", "--json-output"])
     assert r.returncode == 0, r.stdout + r.stderr
     plan = json.loads(r.stdout.strip().splitlines()[-1])
-    assert plan["cpu_isa"] in ("scalar", "avx2", "avx512", "avx512-vnni", "avx512-bf16")
+    assert plan["cpu_isa"] in ("scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni", "avx512-bf16")
     assert f"CPU kernels: {plan['cpu_isa']} (the best this CPU runs)" in r.stdout
     r = run_launcher(["--model-id", MODEL, "--dry-run"], env={"CPU_ISA": "sse"})
     assert r.returncode == 1
-    assert "--cpu-isa must be auto, scalar, avx2, avx512, avx512-vnni or avx512-bf16, not sse" in r.stdout + r.stderr
+    assert "--cpu-isa must be auto, scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16, not sse" in r.stdout + r.stderr
 
 
 def test_generate_takes_cpu_isa():

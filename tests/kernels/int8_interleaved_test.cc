@@ -161,7 +161,8 @@ TEST(InterleavedRows, LaysTheLowBitFormatsOutInTheOrderTheirKernelsRead) {
   }
 }
 
-// Each level with an interleaved GEMM (the AVX-512 level runs AVX2's).
+// Each level with an interleaved GEMM (the AVX-512 level runs AVX2's; avx-vnni AVX2's on 256-bit
+// vpdpbusd).
 class Int8Interleaved : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
@@ -176,7 +177,8 @@ class Int8Interleaved : public ::testing::TestWithParam<Isa> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Levels, Int8Interleaved,
-                         ::testing::Values(Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni),
+                         ::testing::Values(Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512,
+                                           Isa::kAvx512Vnni),
                          [](const ::testing::TestParamInfo<Isa>& level) {
                            std::string name = isa_name(level.param);
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -185,16 +187,25 @@ INSTANTIATE_TEST_SUITE_P(Levels, Int8Interleaved,
 
 TEST(Int8InterleavedLevels, ScalarHasNone) { EXPECT_FALSE(has_interleaved_matmul(Isa::kScalar)); }
 
-TEST(Int8InterleavedLevels, Avx2GivesTheVnniKernelsBits) {
-  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+// AVX2's vpmaddubsw + vpmaddwd, avx-vnni's 256-bit and the VNNI level's 512-bit vpdpbusd: the
+// same integers and float operations, so the same bits at every level this CPU runs.
+TEST(Int8InterleavedLevels, EveryLevelGivesTheSameBits) {
+  std::vector<Isa> levels;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (isa_supported(isa)) levels.push_back(isa);
+  }
+  if (levels.size() < 2) GTEST_SKIP() << "this CPU runs one interleaved GEMM";
   for (RowFormat format : kFormats) {
-    for (int64_t m : {1, 3, 6, 9}) {
+    for (int64_t m : {1, 3, 5, 6, 9}) {
       constexpr int64_t n = 16, k = 512;
       SCOPED_TRACE(std::string(row_format_info(format).name) + " m=" + std::to_string(m));
       const auto w = interleaved(format, weight_rows(format, n, k, 81), n, k);
       const auto xq = quantized_rows(m, k, 83);
-      EXPECT_EQ(gemm(Isa::kAvx2, format, w.data(), n, xq.data(), m, k),
-                gemm(Isa::kAvx512Vnni, format, w.data(), n, xq.data(), m, k));
+      const auto first = gemm(levels[0], format, w.data(), n, xq.data(), m, k);
+      for (size_t l = 1; l < levels.size(); ++l) {
+        EXPECT_EQ(gemm(levels[l], format, w.data(), n, xq.data(), m, k), first)
+            << isa_name(levels[l]) << " vs " << isa_name(levels[0]);
+      }
     }
   }
 }

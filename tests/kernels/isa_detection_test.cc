@@ -13,9 +13,10 @@ constexpr uint32_t kAvxFmaF16c = (1u << 28) | (1u << 12) | (1u << 29);
 constexpr uint32_t kAvx2 = 1u << 5;
 constexpr uint32_t kAvx512FBwVl = (1u << 16) | (1u << 30) | (1u << 31);
 constexpr uint32_t kVnni = 1u << 11;
-constexpr uint32_t kBf16 = 1u << 5;  // CPUID 7.1 eax
-constexpr uint64_t kXcr0Ymm = 0x7;   // x87, SSE, AVX
-constexpr uint64_t kXcr0Zmm = 0xe7;  // + opmask, ZMM_Hi256, Hi16_ZMM
+constexpr uint32_t kBf16 = 1u << 5;     // CPUID 7.1 eax
+constexpr uint32_t kAvxVnni = 1u << 4;  // CPUID 7.1 eax
+constexpr uint64_t kXcr0Ymm = 0x7;      // x87, SSE, AVX
+constexpr uint64_t kXcr0Zmm = 0xe7;     // + opmask, ZMM_Hi256, Hi16_ZMM
 
 // A Sapphire Rapids class CPU as CPUID describes it, with the OS state `xcr0`.
 CpuId sapphire_rapids(uint64_t xcr0) {
@@ -70,6 +71,36 @@ TEST(IsaDetection, Avx2NeedsFmaAndF16cToo) {
     id.leaf1_ecx &= ~missing;
     EXPECT_EQ(detect_isa(id), Isa::kScalar) << missing;
   }
+}
+
+// The two levels outside the chain: Alder Lake has AVX-VNNI without AVX-512, Skylake-SP AVX-512
+// without any VNNI; an AVX-512 VNNI CPU runs avx-vnni through the EVEX encoding.
+TEST(IsaDetection, AvxVnniFromEitherEncodingAndNotOnSkylake) {
+  const CpuId alder_lake{.leaf1_ecx = kOsxsave | kAvxFmaF16c,
+                         .leaf7_ebx = kAvx2,
+                         .leaf7_1_eax = kAvxVnni,
+                         .xcr0 = kXcr0Ymm};
+  EXPECT_EQ(detect_isa(alder_lake), Isa::kAvxVnni);
+  EXPECT_TRUE(has_avx_vnni_vex(alder_lake));
+  EXPECT_FALSE(level_runs(alder_lake, Isa::kAvx512));
+
+  CpuId skylake = sapphire_rapids(kXcr0Zmm);
+  skylake.leaf7_ecx = 0;
+  skylake.leaf7_1_eax = 0;
+  EXPECT_EQ(detect_isa(skylake), Isa::kAvx512);
+  EXPECT_TRUE(level_runs(skylake, Isa::kAvx512));
+  EXPECT_FALSE(level_runs(skylake, Isa::kAvxVnni));
+
+  CpuId zen4 = sapphire_rapids(kXcr0Zmm);  // AVX512-VNNI + VL, no AVX-VNNI
+  for (Isa isa : kAllIsas) EXPECT_TRUE(level_runs(zen4, isa)) << isa_name(isa);
+  EXPECT_FALSE(has_avx_vnni_vex(zen4));
+  // Without the ZMM state the EVEX encoding faults: avx-vnni only through AVX-VNNI's VEX one.
+  EXPECT_FALSE(level_runs(sapphire_rapids(kXcr0Ymm), Isa::kAvxVnni));
+  CpuId vm_with_vex = sapphire_rapids(kXcr0Ymm);
+  vm_with_vex.leaf7_1_eax |= kAvxVnni;
+  EXPECT_EQ(detect_isa(vm_with_vex), Isa::kAvxVnni);
+  // AVX-VNNI without the AVX state or AVX2 is nothing.
+  EXPECT_EQ(detect_isa(CpuId{.leaf7_1_eax = kAvxVnni}), Isa::kScalar);
 }
 
 TEST(IsaDetection, NamesRoundTrip) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/isa.h"
 
 namespace lm::kernels {
@@ -23,6 +24,8 @@ TEST(Isa, DetectedIsSupportedAndScalarAlwaysIs) {
     EXPECT_EQ(detected_isa(), Isa::kAvx512Vnni);
   } else if (isa_supported(Isa::kAvx512)) {
     EXPECT_EQ(detected_isa(), Isa::kAvx512);
+  } else if (isa_supported(Isa::kAvxVnni)) {
+    EXPECT_EQ(detected_isa(), Isa::kAvxVnni);
   } else if (isa_supported(Isa::kAvx2)) {
     EXPECT_EQ(detected_isa(), Isa::kAvx2);
   }
@@ -61,6 +64,21 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     // The panel GEMM comes with 16-lane registers (kPanelWidth).
     EXPECT_EQ(kernels.gemm_panel != nullptr, isa >= Isa::kAvx512);
   }
+}
+
+// avx-vnni is AVX2's table with its own interleaved int8 GEMM (vpdpbusd), the encoding the CPU
+// runs: AVX-VNNI's where it has it, else AVX512-VNNI + VL's.
+TEST(IsaKernels, AvxVnniIsAvx2WithItsOwnInterleavedGemm) {
+  if (!isa_supported(Isa::kAvxVnni)) GTEST_SKIP() << "this CPU has no 256-bit vpdpbusd";
+  const IsaKernels& avx2 = isa_kernels(Isa::kAvx2);
+  const IsaKernels& vnni256 = isa_kernels(Isa::kAvxVnni);
+  EXPECT_NE(vnni256.int8_interleaved_gemm, avx2.int8_interleaved_gemm);
+  EXPECT_EQ(vnni256.int8_interleaved_gemm, has_avx_vnni_vex(read_cpu_id())
+                                               ? int8_interleaved_gemm_avx_vnni
+                                               : int8_interleaved_gemm_avx_vnni_evex);
+  EXPECT_EQ(vnni256.int8_interleaved_prepare, avx2.int8_interleaved_prepare);
+  EXPECT_EQ(vnni256.dot_row, avx2.dot_row);
+  EXPECT_EQ(vnni256.panel16_gemm, avx2.panel16_gemm);
 }
 
 TEST(IsaKernels, DotAxpyScaleMatchReference) {

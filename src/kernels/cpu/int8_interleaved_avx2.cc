@@ -1,6 +1,10 @@
 // The interleaved int8 GEMM on AVX2 (see int8_interleaved.h), for CPUs without AVX-512 VNNI (AMD
 // Zen 2/3, Intel client CPUs, older cloud instances) and AVX-512 without VNNI. Built with
-// -mavx2 -mfma -mf16c and used only when cpuid reports them.
+// -mavx2 -mfma -mf16c and used only when cpuid reports them. Built twice more for the avx-vnni
+// level (src/kernels/cpu/CMakeLists.txt), with LM_INT8_DPBUSD_VEX (-mavxvnni: Alder Lake and
+// later client CPUs, Sierra Forest, Zen 5) or LM_INT8_DPBUSD_EVEX (-mavx512vnni -mavx512vl:
+// AVX-512 CPUs, where the level's tests run): there each word's half is one vpdpbusd instead (the
+// dot functions below), the same exact int32 sums, so the same bits as every other level.
 //
 // The weight words are the VNNI kernel's (int8_interleaved_vnni.cc), each 64-byte word cut into
 // two 256-bit halves: rows 0-3 and rows 4-7, int32 lane 2r' + e of half h covering row 4h + r''s
@@ -18,6 +22,17 @@
 // NOTE: as in kernels_avx2.cc, nothing here may instantiate inline functions or templates with
 // external linkage: only internal-linkage helpers and intrinsics.
 #include "kernels/cpu/int8_interleaved.h"
+
+// Which build of this file: AVX2's, or the avx-vnni level's in one of its encodings.
+#if defined(LM_INT8_DPBUSD_VEX)
+#define LM_INT8_DPBUSD 1
+#define LM_INT8_INTERLEAVED_GEMM int8_interleaved_gemm_avx_vnni
+#elif defined(LM_INT8_DPBUSD_EVEX)
+#define LM_INT8_DPBUSD 1
+#define LM_INT8_INTERLEAVED_GEMM int8_interleaved_gemm_avx_vnni_evex
+#else
+#define LM_INT8_INTERLEAVED_GEMM int8_interleaved_gemm_avx2
+#endif
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -64,6 +79,41 @@ static inline __m256i half_word(const uint8_t* p, int c, int h) {
   return load256(p + 64 * c + 32 * h);
 }
 
+#if defined(LM_INT8_DPBUSD)
+// acc + each int32 lane's 4 products of u's bytes (unsigned) and s's (signed), exactly.
+static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(LM_INT8_DPBUSD_VEX)
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  return _mm256_dpbusd_epi32(acc, u, s);
+#endif
+}
+
+// int32 lanes: the sum over words c < 4 of unsigned values times the broadcast activations
+// q + 8c. Two chains, joined at the end, keep more vpdpbusd in flight.
+static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i s0 = dpbusd(dpbusd(zero, u[0], broadcast8(q)), u[2], broadcast8(q + 16));
+  const __m256i s1 = dpbusd(dpbusd(zero, u[1], broadcast8(q + 8)), u[3], broadcast8(q + 24));
+  return _mm256_add_epi32(s0, s1);
+}
+
+// The same over two words.
+static inline __m256i dot2_unsigned(__m256i u0, __m256i u1, const int8_t* q) {
+  const __m256i zero = _mm256_setzero_si256();
+  return _mm256_add_epi32(dpbusd(zero, u0, broadcast8(q)), dpbusd(zero, u1, broadcast8(q + 8)));
+}
+
+// Signed weights w with aw = |w| (as unsigned bytes): the activations take w's sign.
+static inline __m256i dot4_signed(const __m256i (&w)[4], const __m256i (&aw)[4], const int8_t* q) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i s0 = dpbusd(dpbusd(zero, aw[0], _mm256_sign_epi8(broadcast8(q), w[0])), aw[2],
+                            _mm256_sign_epi8(broadcast8(q + 16), w[2]));
+  const __m256i s1 = dpbusd(dpbusd(zero, aw[1], _mm256_sign_epi8(broadcast8(q + 8), w[1])), aw[3],
+                            _mm256_sign_epi8(broadcast8(q + 24), w[3]));
+  return _mm256_add_epi32(s0, s1);
+}
+#else
 // int32 lanes: the sum over words c < 4 of unsigned values below 32 times the broadcast
 // activations q + 8c (the int16 sums stay below 2^15, see the top).
 static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q) {
@@ -92,6 +142,7 @@ static inline __m256i dot4_signed(const __m256i (&w)[4], const __m256i (&aw)[4],
   }
   return sum;
 }
+#endif
 
 // One block of 32 for one half (4 weight rows: words u[0..4), their scales dw and minimums mw
 // per lane) against RX activation rows: x[i * x_stride] is row i's prepared block. kZeroShift:
@@ -631,6 +682,7 @@ void gemm(const uint8_t* w, int64_t n, const PreparedBlock* x, int64_t m, int64_
 
 }  // namespace
 
+#if !defined(LM_INT8_DPBUSD)  // one preparation serves every level
 void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int64_t m, int64_t k,
                                    void* dst) {
   const int64_t blocks = k / 32;
@@ -666,8 +718,10 @@ void int8_interleaved_prepare_avx2(const BlockQ8Act* xq, int64_t xq_stride, int6
   }
 }
 
-void int8_interleaved_gemm_avx2(RowFormat format, const void* w, int64_t n, const void* x,
-                                int64_t m, int64_t k, float* y, int64_t ldy) {
+#endif
+
+void LM_INT8_INTERLEAVED_GEMM(RowFormat format, const void* w, int64_t n, const void* x, int64_t m,
+                              int64_t k, float* y, int64_t ldy) {
   const auto* bytes = static_cast<const uint8_t*>(w);
   const auto* prepared = static_cast<const PreparedBlock*>(x);
   switch (format) {
@@ -704,12 +758,16 @@ void int8_interleaved_gemm_avx2(RowFormat format, const void* w, int64_t n, cons
 
 }  // namespace lm::kernels
 
-#else  // No AVX2 in this build: the table never points here (isa_supported(kAvx2) is false).
+#else  // No AVX2 in this build (nor the avx-vnni builds): the tables never point here.
 
 namespace lm::kernels {
 void int8_interleaved_prepare_avx2(const BlockQ8Act*, int64_t, int64_t, int64_t, void*) {}
 void int8_interleaved_gemm_avx2(RowFormat, const void*, int64_t, const void*, int64_t, int64_t,
                                 float*, int64_t) {}
+void int8_interleaved_gemm_avx_vnni(RowFormat, const void*, int64_t, const void*, int64_t, int64_t,
+                                    float*, int64_t) {}
+void int8_interleaved_gemm_avx_vnni_evex(RowFormat, const void*, int64_t, const void*, int64_t,
+                                         int64_t, float*, int64_t) {}
 }  // namespace lm::kernels
 
 #endif

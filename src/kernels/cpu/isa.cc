@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "base/check.h"
+#include "kernels/cpu/int8_interleaved.h"
 #include "kernels/cpu/lanes/lane_kernels.h"
 
 namespace lm::kernels {
@@ -42,7 +43,33 @@ bool cpu_has_avx512_bf16(const CpuId& id) {
   return cpu_has_avx512_vnni(id) && bit(id.leaf7_1_eax, 5);  // AVX512_BF16
 }
 
+bool avx2_runs(const CpuId& id) { return cpu_has_avx2(id) && os_saves(id, kXcr0Avx); }
+
+bool avx512_vnni_runs(const CpuId& id) {
+  return cpu_has_avx512_vnni(id) && os_saves(id, kXcr0Avx512);
+}
+
 }  // namespace
+
+bool has_avx_vnni_vex(const CpuId& id) { return bit(id.leaf7_1_eax, 4); }
+
+bool level_runs(const CpuId& id, Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return avx2_runs(id);
+    case Isa::kAvxVnni:  // VEX vpdpbusd needs only the YMM state; EVEX (VL) the AVX-512 state
+      return avx2_runs(id) && (has_avx_vnni_vex(id) || avx512_vnni_runs(id));
+    case Isa::kAvx512:
+      return avx2_runs(id) && cpu_has_avx512(id) && os_saves(id, kXcr0Avx512);
+    case Isa::kAvx512Vnni:
+      return avx512_vnni_runs(id);
+    case Isa::kAvx512Bf16:
+      return avx512_vnni_runs(id) && cpu_has_avx512_bf16(id);
+  }
+  return false;
+}
 
 CpuId read_cpu_id() {
   CpuId id;
@@ -65,10 +92,11 @@ CpuId read_cpu_id() {
 }
 
 Isa detect_isa(const CpuId& id) {
-  if (!cpu_has_avx2(id) || !os_saves(id, kXcr0Avx)) return Isa::kScalar;
-  if (!cpu_has_avx512(id) || !os_saves(id, kXcr0Avx512)) return Isa::kAvx2;
-  if (!cpu_has_avx512_vnni(id)) return Isa::kAvx512;
-  return cpu_has_avx512_bf16(id) ? Isa::kAvx512Bf16 : Isa::kAvx512Vnni;
+  Isa best = Isa::kScalar;
+  for (Isa isa : kAllIsas) {
+    if (level_runs(id, isa)) best = isa;
+  }
+  return best;
 }
 
 std::string isa_limit_reason(const CpuId& id) {
@@ -92,7 +120,10 @@ Isa detected_isa() {
   return detected;
 }
 
-bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+bool isa_supported(Isa isa) {
+  static const CpuId id = read_cpu_id();
+  return level_runs(id, isa);
+}
 
 namespace {
 
@@ -114,7 +145,7 @@ Isa best_isa() {
 
 Status select_isa(Isa cap) {
   if (!isa_supported(cap)) {
-    std::string message = std::string(isa_name(cap)) + " is above what this CPU runs (at most " +
+    std::string message = std::string(isa_name(cap)) + " is not a level this CPU runs (at most " +
                           isa_name(detected_isa()) + ")";
     if (const std::string reason = isa_limit_reason(read_cpu_id()); !reason.empty())
       message += ": " + reason;
@@ -135,6 +166,8 @@ const char* isa_name(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avx-vnni";
     case Isa::kAvx512:
       return "avx512";
     case Isa::kAvx512Vnni:
@@ -161,6 +194,19 @@ const IsaKernels& avx2_kernels() {
     IsaKernels kernels = scalar_kernels();
     add_avx2_kernels(kernels);
     avx2::add_lane_kernels(kernels);
+    return kernels;
+  }();
+  return kKernels;
+}
+
+// AVX2's table with the interleaved int8 GEMM on 256-bit vpdpbusd: AVX-VNNI's VEX encoding where
+// the CPU has it, else AVX512-VNNI + VL's EVEX one (the same operation; the level's bits).
+const IsaKernels& avx_vnni_kernels() {
+  static const IsaKernels kKernels = [] {
+    IsaKernels kernels = avx2_kernels();
+    kernels.int8_interleaved_gemm = has_avx_vnni_vex(read_cpu_id())
+                                        ? int8_interleaved_gemm_avx_vnni
+                                        : int8_interleaved_gemm_avx_vnni_evex;
     return kernels;
   }();
   return kKernels;
@@ -205,6 +251,8 @@ const IsaKernels& isa_kernels(Isa isa) {
       return scalar_kernels();
     case Isa::kAvx2:
       return avx2_kernels();
+    case Isa::kAvxVnni:
+      return avx_vnni_kernels();
     case Isa::kAvx512:
       return avx512_kernels();
     case Isa::kAvx512Vnni:

@@ -12,14 +12,17 @@
 
 namespace lm::kernels {
 
-// Each level includes the ones before it. kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots.
-// kAvx512Bf16: those + AVX512_BF16's bf16 pair dots (vdpbf16ps; Cooper Lake, Sapphire Rapids and
-// later Xeons, AMD Zen 4 and later).
-enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16 };
+// The levels, lowest first. kAvxVnni: AVX2 + 256-bit vpdpbusd, from AVX-VNNI (Alder Lake and
+// later client CPUs, Sierra Forest, Zen 5) or from AVX512-VNNI + VL (an AVX-512 CPU capped there).
+// kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots. kAvx512Bf16: those + AVX512_BF16's bf16 pair
+// dots (vdpbf16ps; Cooper Lake, Sapphire Rapids and later Xeons, AMD Zen 4 and later). Each level
+// includes the ones before it except kAvx512 and kAvxVnni: Skylake-SP runs AVX-512 without any
+// VNNI, Alder Lake AVX-VNNI without AVX-512 (isa_supported asks about each level on its own).
+enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kAvx512Bf16 };
 
 // Every level, lowest first.
-inline constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni,
-                                   Isa::kAvx512Bf16};
+inline constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2,       Isa::kAvxVnni,
+                                   Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16};
 
 // The CPUID words and XCR0 the decision reads, as plain values (read_cpu_id() on this machine;
 // tests build synthetic ones).
@@ -27,20 +30,24 @@ struct CpuId {
   uint32_t leaf1_ecx = 0;    // FMA (12), OSXSAVE (27), AVX (28), F16C (29)
   uint32_t leaf7_ebx = 0;    // AVX2 (5), AVX512F (16), AVX512BW (30), AVX512VL (31)
   uint32_t leaf7_ecx = 0;    // AVX512_VNNI (11)
-  uint32_t leaf7_1_eax = 0;  // CPUID 7 sub-leaf 1: AVX512_BF16 (5)
+  uint32_t leaf7_1_eax = 0;  // CPUID 7 sub-leaf 1: AVX-VNNI (4), AVX512_BF16 (5)
   uint64_t xcr0 = 0;         // XGETBV(0), 0 without OSXSAVE: the register state the OS saves
 };
 
 CpuId read_cpu_id();
-// The best level `id` runs: the CPU must advertise the instructions AND the OS must enable their
+// Whether `id` runs `isa`: the CPU must advertise the instructions AND the OS must enable their
 // register state in XCR0 (bits 1-2, SSE/AVX, for AVX2; bits 5-7, opmask/ZMM, for AVX-512), or
-// the first vector instruction faults. A pure function of its argument.
+// the first vector instruction faults. Pure functions of their argument.
+bool level_runs(const CpuId& id, Isa isa);
+// The highest level `id` runs.
 Isa detect_isa(const CpuId& id);
+// Whether `id` has AVX-VNNI's VEX vpdpbusd (else kAvxVnni runs the EVEX one of AVX512-VNNI + VL).
+bool has_avx_vnni_vex(const CpuId& id);
 // Why `id` stops below a level it advertises (e.g. the OS does not enable the ZMM state), or
 // empty when it does not.
 std::string isa_limit_reason(const CpuId& id);
 
-// This machine: isa <= detect_isa(read_cpu_id()), read once.
+// This machine: level_runs(read_cpu_id(), isa), read once.
 bool isa_supported(Isa isa);
 Isa detected_isa();
 
@@ -48,11 +55,11 @@ Isa detected_isa();
 // select_isa. Fixed by its first read (the kernels' defaults, model loading).
 Isa best_isa();
 // Caps best_isa() at `cap` (--cpu-isa): one call at start, before any kernel runs. An error,
-// saying what this CPU runs, when `cap` is above detected_isa().
+// saying what this CPU runs, when the CPU does not run `cap` (isa_supported).
 Status select_isa(Isa cap);
 
 const char* isa_name(Isa isa);
-// "scalar", "avx2", "avx512", "avx512-vnni", "avx512-bf16" (isa_name's spellings).
+// "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni", "avx512-bf16" (isa_name's spellings).
 std::optional<Isa> parse_isa(std::string_view name);
 
 // Columns of a gemm_panel panel (one 512-bit register of fp32).
