@@ -23,8 +23,8 @@ class CpuIsaEnvironment : public ::testing::Environment {
     const auto isa = kernels::parse_isa(value);
     ASSERT_TRUE(isa.has_value()) << "CPU_ISA=" << value << " is not a kernel level";
     if (!kernels::isa_supported(*isa)) {
-      std::printf("CPU_ISA=%s: this CPU runs at most %s; skipping every test\n", value,
-                  kernels::isa_name(kernels::detected_isa()));
+      std::printf("CPU_ISA=%s: not a level this CPU runs (its best: %s); skipping every test\n",
+                  value, kernels::isa_name(kernels::detected_isa()));
       std::fflush(stdout);
       std::exit(kSkipExitCode);
     }

@@ -38,15 +38,23 @@ std::vector<uint8_t> interleaved(RowFormat format, const std::vector<uint8_t>& r
   return out;
 }
 
+using GemmFn = void (*)(RowFormat, const void*, int64_t, const void*, int64_t, int64_t, float*,
+                        int64_t);
+
+// y[m, n] through one GEMM function (every level's reads the AVX2 preparation).
+std::vector<float> gemm_with(GemmFn fn, RowFormat format, const uint8_t* w, int64_t n,
+                             const BlockQ8Act* xq, int64_t m, int64_t k) {
+  std::vector<Line> prepared(static_cast<size_t>(m * int8_interleaved_row_bytes(k) / 64));
+  int8_interleaved_prepare_avx2(xq, k / 32, m, k, prepared.data());
+  std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
+  fn(format, w, n, prepared.data(), m, k, y.data(), n);
+  return y;
+}
+
 // y[m, n] through the ISA's kernel directly.
 std::vector<float> gemm(Isa isa, RowFormat format, const uint8_t* w, int64_t n,
                         const BlockQ8Act* xq, int64_t m, int64_t k) {
-  const IsaKernels& kernels = isa_kernels(isa);
-  std::vector<Line> prepared(static_cast<size_t>(m * int8_interleaved_row_bytes(k) / 64));
-  kernels.int8_interleaved_prepare(xq, k / 32, m, k, prepared.data());
-  std::vector<float> y(static_cast<size_t>(m * n), -1.0f);
-  kernels.int8_interleaved_gemm(format, w, n, prepared.data(), m, k, y.data(), n);
-  return y;
+  return gemm_with(isa_kernels(isa).int8_interleaved_gemm, format, w, n, xq, m, k);
 }
 
 TEST(InterleavedRows, TakesTheFormatsWithWholeGroupsOfEightRows) {
@@ -187,24 +195,34 @@ INSTANTIATE_TEST_SUITE_P(Levels, Int8Interleaved,
 
 TEST(Int8InterleavedLevels, ScalarHasNone) { EXPECT_FALSE(has_interleaved_matmul(Isa::kScalar)); }
 
-// AVX2's vpmaddubsw + vpmaddwd, avx-vnni's 256-bit and the VNNI level's 512-bit vpdpbusd: the
-// same integers and float operations, so the same bits at every level this CPU runs.
-TEST(Int8InterleavedLevels, EveryLevelGivesTheSameBits) {
-  std::vector<Isa> levels;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
-    if (isa_supported(isa)) levels.push_back(isa);
+// AVX2's vpmaddubsw + vpmaddwd, avx-vnni's 256-bit vpdpbusd in each encoding this CPU runs (the
+// table picks one; both are called here) and the VNNI level's 512-bit one: the same integers and
+// float operations, so the same bits.
+TEST(Int8InterleavedLevels, EveryLevelAndEncodingGivesTheSameBits) {
+  struct Kernel {
+    const char* name;
+    GemmFn fn;
+  };
+  std::vector<Kernel> kernels;
+  const CpuId id = read_cpu_id();
+  if (isa_supported(Isa::kAvx2)) kernels.push_back({"avx2", int8_interleaved_gemm_avx2});
+  if (isa_supported(Isa::kAvx2) && has_avx_vnni_vex(id))
+    kernels.push_back({"avx-vnni (VEX)", int8_interleaved_gemm_avx_vnni});
+  if (isa_supported(Isa::kAvx512Vnni)) {
+    kernels.push_back({"avx-vnni (EVEX)", int8_interleaved_gemm_avx_vnni_evex});
+    kernels.push_back({"avx512-vnni", int8_interleaved_gemm_vnni});
   }
-  if (levels.size() < 2) GTEST_SKIP() << "this CPU runs one interleaved GEMM";
+  if (kernels.size() < 2) GTEST_SKIP() << "this CPU runs one interleaved GEMM";
   for (RowFormat format : kFormats) {
     for (int64_t m : {1, 3, 5, 6, 9}) {
       constexpr int64_t n = 16, k = 512;
       SCOPED_TRACE(std::string(row_format_info(format).name) + " m=" + std::to_string(m));
       const auto w = interleaved(format, weight_rows(format, n, k, 81), n, k);
       const auto xq = quantized_rows(m, k, 83);
-      const auto first = gemm(levels[0], format, w.data(), n, xq.data(), m, k);
-      for (size_t l = 1; l < levels.size(); ++l) {
-        EXPECT_EQ(gemm(levels[l], format, w.data(), n, xq.data(), m, k), first)
-            << isa_name(levels[l]) << " vs " << isa_name(levels[0]);
+      const auto first = gemm_with(kernels[0].fn, format, w.data(), n, xq.data(), m, k);
+      for (size_t l = 1; l < kernels.size(); ++l) {
+        EXPECT_EQ(gemm_with(kernels[l].fn, format, w.data(), n, xq.data(), m, k), first)
+            << kernels[l].name << " vs " << kernels[0].name;
       }
     }
   }
@@ -223,6 +241,67 @@ TEST_P(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
         testing::expect_exact_int8_math(format, w, n, xq, m, k, y);
       }
     }
+  }
+}
+
+// Rows of the largest quants each format holds (Q8_0's -128, the IQ4 levels' -127, every other
+// field's bits all set) with their fp16 scales 1.0, against activations of +-127: the int16 sums
+// AVX2 builds before widening are at their largest here (the bounds int8_interleaved_avx2.cc
+// states), where a saturating step would show.
+std::vector<uint8_t> extreme_rows(RowFormat format, int64_t n, int64_t k) {
+  struct Layout {
+    RowFormat format;
+    int64_t block_bytes;
+    uint8_t fill;
+    std::vector<int64_t> fp16_offsets;
+  };
+  const Layout layouts[] = {
+      {RowFormat::kQ8_0, 34, 0x80, {0}},      {RowFormat::kQ4_0, 18, 0xff, {0}},
+      {RowFormat::kQ4_1, 20, 0xff, {0, 2}},   {RowFormat::kQ5_0, 22, 0xff, {0}},
+      {RowFormat::kQ5_1, 24, 0xff, {0, 2}},   {RowFormat::kQ4_K, 144, 0xff, {0, 2}},
+      {RowFormat::kQ5_K, 176, 0xff, {0, 2}},  {RowFormat::kQ6_K, 210, 0xff, {208}},
+      {RowFormat::kQ2_K, 84, 0xff, {80, 82}}, {RowFormat::kQ3_K, 110, 0xff, {108}},
+      {RowFormat::kIQ4_NL, 18, 0x00, {0}},    {RowFormat::kIQ4_XS, 136, 0x00, {0}},
+      {RowFormat::kQ4_Z128, 68, 0xff, {0}},
+  };
+  for (const Layout& layout : layouts) {
+    if (layout.format != format) continue;
+    std::vector<uint8_t> rows(static_cast<size_t>(n * row_bytes(format, k)), layout.fill);
+    EXPECT_EQ(rows.size() % layout.block_bytes, 0u);
+    for (size_t b = 0; b < rows.size(); b += layout.block_bytes) {
+      for (int64_t at : layout.fp16_offsets) {
+        rows[b + at] = 0x00;  // fp16 1.0, little-endian
+        rows[b + at + 1] = 0x3c;
+      }
+    }
+    if (format == RowFormat::kIQ4_XS) {
+      for (size_t b = 0; b < rows.size(); b += layout.block_bytes)
+        std::fill_n(rows.begin() + static_cast<int64_t>(b) + 2, 6, 0xff);  // scales: 63 - 32
+    }
+    return rows;
+  }
+  ADD_FAILURE() << "no extreme layout for " << row_format_info(format).name;
+  return {};
+}
+
+TEST_P(Int8Interleaved, LargestQuantsAgainstLargestActivationsStayExact) {
+  constexpr int64_t n = 16, k = 256, m = 4;
+  // Rows: all +127, all -127, alternating signs, and -127 / +127 in halves of each block.
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (int64_t t = 0; t < k; ++t) {
+    x[t] = 1.0f;
+    x[k + t] = -1.0f;
+    x[2 * k + t] = t % 2 ? -1.0f : 1.0f;
+    x[3 * k + t] = t % 32 < 16 ? -1.0f : 1.0f;
+  }
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * k / 32));
+  for (int64_t i = 0; i < m; ++i)
+    quantize_row_q8_act(x.data() + i * k, xq.data() + i * k / 32, k, Isa::kScalar);
+  for (RowFormat format : kFormats) {
+    SCOPED_TRACE(row_format_info(format).name);
+    const auto w = extreme_rows(format, n, k);
+    const auto y = gemm(format, interleaved(format, w, n, k).data(), n, xq.data(), m, k);
+    testing::expect_exact_int8_math(format, w, n, xq, m, k, y);
   }
 }
 

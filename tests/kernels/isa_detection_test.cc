@@ -1,6 +1,6 @@
 // The ISA decision as a pure function of CPUID and XCR0 (synthetic values: a VM that advertises
 // AVX-512 while its OS does not enable the ZMM state must get AVX2), the level names, and the
-// start-time cap's refusal of a level above this CPU.
+// start-time cap's refusal of a level this CPU does not run.
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/isa.h"
@@ -94,13 +94,20 @@ TEST(IsaDetection, AvxVnniFromEitherEncodingAndNotOnSkylake) {
   CpuId zen4 = sapphire_rapids(kXcr0Zmm);  // AVX512-VNNI + VL, no AVX-VNNI
   for (Isa isa : kAllIsas) EXPECT_TRUE(level_runs(zen4, isa)) << isa_name(isa);
   EXPECT_FALSE(has_avx_vnni_vex(zen4));
+  CpuId with_both = zen4;  // Sapphire Rapids has both encodings: the level takes VEX's
+  with_both.leaf7_1_eax |= kAvxVnni;
+  EXPECT_TRUE(has_avx_vnni_vex(with_both));
+  EXPECT_EQ(detect_isa(with_both), Isa::kAvx512Bf16);
   // Without the ZMM state the EVEX encoding faults: avx-vnni only through AVX-VNNI's VEX one.
   EXPECT_FALSE(level_runs(sapphire_rapids(kXcr0Ymm), Isa::kAvxVnni));
   CpuId vm_with_vex = sapphire_rapids(kXcr0Ymm);
   vm_with_vex.leaf7_1_eax |= kAvxVnni;
   EXPECT_EQ(detect_isa(vm_with_vex), Isa::kAvxVnni);
-  // AVX-VNNI without the AVX state or AVX2 is nothing.
-  EXPECT_EQ(detect_isa(CpuId{.leaf7_1_eax = kAvxVnni}), Isa::kScalar);
+  // AVX-VNNI without the OS's AVX state is nothing (the VEX encoding needs the YMM registers).
+  CpuId no_ymm_state = alder_lake;
+  no_ymm_state.xcr0 = 0x3;
+  EXPECT_EQ(detect_isa(no_ymm_state), Isa::kScalar);
+  EXPECT_FALSE(level_runs(no_ymm_state, Isa::kAvxVnni));
 }
 
 TEST(IsaDetection, NamesRoundTrip) {
@@ -117,7 +124,7 @@ TEST(IsaDetection, CapAboveThisCpuIsAnErrorThatSaysWhatItRuns) {
   if (detected_isa() == Isa::kAvx512Bf16) GTEST_SKIP() << "this CPU runs every level";
   const Status s = select_isa(Isa::kAvx512Bf16);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find(std::string("at most ") + isa_name(detected_isa())),
+  EXPECT_NE(s.error().message.find(std::string("its best: ") + isa_name(detected_isa())),
             std::string::npos)
       << s.error().message;
 }

@@ -4,7 +4,8 @@
 // level (src/kernels/cpu/CMakeLists.txt), with LM_INT8_DPBUSD_VEX (-mavxvnni: Alder Lake and
 // later client CPUs, Sierra Forest, Zen 5) or LM_INT8_DPBUSD_EVEX (-mavx512vnni -mavx512vl:
 // AVX-512 CPUs, where the level's tests run): there each word's half is one vpdpbusd instead (the
-// dot functions below), the same exact int32 sums, so the same bits as every other level.
+// dot functions below; Q8_0 and IQ4 as w + 128, accumulate_signed), the same exact int32 sums, so
+// the same bits as every other level.
 //
 // The weight words are the VNNI kernel's (int8_interleaved_vnni.cc), each 64-byte word cut into
 // two 256-bit halves: rows 0-3 and rows 4-7, int32 lane 2r' + e of half h covering row 4h + r''s
@@ -89,39 +90,29 @@ static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 #endif
 }
 
-// int32 lanes: the sum over words c < 4 of unsigned values times the broadcast activations
-// q + 8c. Two chains, joined at the end, keep more vpdpbusd in flight.
-static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q) {
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i s0 = dpbusd(dpbusd(zero, u[0], broadcast8(q)), u[2], broadcast8(q + 16));
-  const __m256i s1 = dpbusd(dpbusd(zero, u[1], broadcast8(q + 8)), u[3], broadcast8(q + 24));
+// init + int32 lanes: the sum over words c < 4 of unsigned values times the broadcast
+// activations q + 8c. Two chains, joined at the end, keep more vpdpbusd in flight.
+static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q, __m256i init) {
+  const __m256i s0 = dpbusd(dpbusd(init, u[0], broadcast8(q)), u[2], broadcast8(q + 16));
+  const __m256i s1 =
+      dpbusd(dpbusd(_mm256_setzero_si256(), u[1], broadcast8(q + 8)), u[3], broadcast8(q + 24));
   return _mm256_add_epi32(s0, s1);
 }
 
-// The same over two words.
+// The same over two words, from zero.
 static inline __m256i dot2_unsigned(__m256i u0, __m256i u1, const int8_t* q) {
   const __m256i zero = _mm256_setzero_si256();
   return _mm256_add_epi32(dpbusd(zero, u0, broadcast8(q)), dpbusd(zero, u1, broadcast8(q + 8)));
 }
-
-// Signed weights w with aw = |w| (as unsigned bytes): the activations take w's sign.
-static inline __m256i dot4_signed(const __m256i (&w)[4], const __m256i (&aw)[4], const int8_t* q) {
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i s0 = dpbusd(dpbusd(zero, aw[0], _mm256_sign_epi8(broadcast8(q), w[0])), aw[2],
-                            _mm256_sign_epi8(broadcast8(q + 16), w[2]));
-  const __m256i s1 = dpbusd(dpbusd(zero, aw[1], _mm256_sign_epi8(broadcast8(q + 8), w[1])), aw[3],
-                            _mm256_sign_epi8(broadcast8(q + 24), w[3]));
-  return _mm256_add_epi32(s0, s1);
-}
 #else
-// int32 lanes: the sum over words c < 4 of unsigned values below 32 times the broadcast
+// init + int32 lanes: the sum over words c < 4 of unsigned values below 32 times the broadcast
 // activations q + 8c (the int16 sums stay below 2^15, see the top).
-static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q) {
+static inline __m256i dot4_unsigned(const __m256i (&u)[4], const int8_t* q, __m256i init) {
   __m256i s = _mm256_maddubs_epi16(u[0], broadcast8(q));
   s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u[1], broadcast8(q + 8)));
   s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u[2], broadcast8(q + 16)));
   s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u[3], broadcast8(q + 24)));
-  return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+  return _mm256_add_epi32(init, _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
 }
 
 // The same over two words (values below 64).
@@ -153,9 +144,10 @@ static inline void accumulate(const __m256i (&u)[4], __m256 dw, __m256 mw, const
 #pragma GCC unroll 8
   for (int i = 0; i < RX; ++i) {
     const PreparedBlock& p = x[i * x_stride];
-    __m256i dot = dot4_unsigned(u, p.q);
-    if constexpr (kZeroShift > 0)
-      dot = _mm256_add_epi32(dot, _mm256_slli_epi32(broadcast8(p.neg_sum), kZeroShift));
+    const __m256i dot =
+        dot4_unsigned(u, p.q,
+                      kZeroShift > 0 ? _mm256_slli_epi32(broadcast8(p.neg_sum), kZeroShift)
+                                     : _mm256_setzero_si256());
     acc[i] =
         _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(p.d)), _mm256_cvtepi32_ps(dot), acc[i]);
     if constexpr (kMin)
@@ -164,6 +156,20 @@ static inline void accumulate(const __m256i (&u)[4], __m256 dw, __m256 mw, const
 }
 
 // accumulate for signed weights (Q8_0, IQ4): no zero point, no minimum.
+#if defined(LM_INT8_DPBUSD)
+// vpdpbusd wants the weights unsigned: w + 128 (xor 0x80, one per word) with the zero point 128
+// taken back through the activations' sums, as the VNNI kernel does -- rather than moving w's
+// sign onto every row's activations -- the same int32 sums.
+template <int RX>
+static inline void accumulate_signed(const __m256i (&w)[4], __m256 dw, const PreparedBlock* x,
+                                     int64_t x_stride, __m256 (&acc)[RX]) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i u[4];
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) u[c] = _mm256_xor_si256(w[c], flip);
+  accumulate<RX, 7, false>(u, dw, dw, x, x_stride, acc);
+}
+#else
 template <int RX>
 static inline void accumulate_signed(const __m256i (&w)[4], __m256 dw, const PreparedBlock* x,
                                      int64_t x_stride, __m256 (&acc)[RX]) {
@@ -178,6 +184,7 @@ static inline void accumulate_signed(const __m256i (&w)[4], __m256 dw, const Pre
         _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(p.d)), _mm256_cvtepi32_ps(dot), acc[i]);
   }
 }
+#endif
 
 // accumulate for the formats with a scale (dw_lo, dw_hi) per 16 elements: words 0-1 and 2-3 are
 // two int32 sums; kMin: minus each half's minimum (mw_lo, mw_hi) times the activations' sum over
@@ -584,7 +591,7 @@ static inline void q4_z128_half(const uint8_t* block, const PreparedBlock* xb, i
 #pragma GCC unroll 8
     for (int i = 0; i < RX; ++i) {
       const PreparedBlock& p = xb[i * blocks + j];
-      const __m256 dot = _mm256_cvtepi32_ps(dot4_unsigned(u, p.q));
+      const __m256 dot = _mm256_cvtepi32_ps(dot4_unsigned(u, p.q, _mm256_setzero_si256()));
       t[i] = j == 0 ? _mm256_mul_ps(_mm256_set1_ps(p.d), dot)
                     : _mm256_fmadd_ps(_mm256_set1_ps(p.d), dot, t[i]);
     }

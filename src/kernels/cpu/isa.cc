@@ -145,8 +145,9 @@ Isa best_isa() {
 
 Status select_isa(Isa cap) {
   if (!isa_supported(cap)) {
-    std::string message = std::string(isa_name(cap)) + " is not a level this CPU runs (at most " +
-                          isa_name(detected_isa()) + ")";
+    std::string message = std::string(isa_name(cap)) +
+                          " is not a level this CPU runs (its best: " + isa_name(detected_isa()) +
+                          ")";
     if (const std::string reason = isa_limit_reason(read_cpu_id()); !reason.empty())
       message += ": " + reason;
     return Error{message};
@@ -187,7 +188,8 @@ std::optional<Isa> parse_isa(std::string_view name) {
 
 namespace {
 
-// Each vector table starts from the one below it (AVX2's from the scalar reference) and is built
+// Each vector table starts from the one below it (AVX2's from the scalar reference; AVX-512's from
+// AVX2's, not avx-vnni's) and is built
 // once, on first use.
 const IsaKernels& avx2_kernels() {
   static const IsaKernels kKernels = [] {

@@ -16,8 +16,9 @@ namespace lm::kernels {
 // later client CPUs, Sierra Forest, Zen 5) or from AVX512-VNNI + VL (an AVX-512 CPU capped there).
 // kAvx512Vnni: AVX-512 F/BW/VL + VNNI integer dots. kAvx512Bf16: those + AVX512_BF16's bf16 pair
 // dots (vdpbf16ps; Cooper Lake, Sapphire Rapids and later Xeons, AMD Zen 4 and later). Each level
-// includes the ones before it except kAvx512 and kAvxVnni: Skylake-SP runs AVX-512 without any
-// VNNI, Alder Lake AVX-VNNI without AVX-512 (isa_supported asks about each level on its own).
+// includes the ones before it, except that kAvx512 does not include kAvxVnni: Skylake-SP runs
+// AVX-512 without any VNNI, Alder Lake AVX-VNNI without AVX-512 (isa_supported asks about each
+// level on its own; the AVX-512 tables start from AVX2's).
 enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kAvx512Bf16 };
 
 // Every level, lowest first.
