@@ -249,33 +249,32 @@ TEST_P(Int8Interleaved, EveryFormatMatchesTheExactIntegerMath) {
 // AVX2 builds before widening are at their largest here (the bounds int8_interleaved_avx2.cc
 // states), where a saturating step would show.
 std::vector<uint8_t> extreme_rows(RowFormat format, int64_t n, int64_t k) {
+  // Each format's fill byte and the byte offsets of the fp16 fields in its blocks (GGML's layouts;
+  // Q4_Z128's d first).
   struct Layout {
     RowFormat format;
-    int64_t block_bytes;
     uint8_t fill;
     std::vector<int64_t> fp16_offsets;
   };
   const Layout layouts[] = {
-      {RowFormat::kQ8_0, 34, 0x80, {0}},      {RowFormat::kQ4_0, 18, 0xff, {0}},
-      {RowFormat::kQ4_1, 20, 0xff, {0, 2}},   {RowFormat::kQ5_0, 22, 0xff, {0}},
-      {RowFormat::kQ5_1, 24, 0xff, {0, 2}},   {RowFormat::kQ4_K, 144, 0xff, {0, 2}},
-      {RowFormat::kQ5_K, 176, 0xff, {0, 2}},  {RowFormat::kQ6_K, 210, 0xff, {208}},
-      {RowFormat::kQ2_K, 84, 0xff, {80, 82}}, {RowFormat::kQ3_K, 110, 0xff, {108}},
-      {RowFormat::kIQ4_NL, 18, 0x00, {0}},    {RowFormat::kIQ4_XS, 136, 0x00, {0}},
-      {RowFormat::kQ4_Z128, 68, 0xff, {0}},
+      {RowFormat::kQ8_0, 0x80, {0}},      {RowFormat::kQ4_0, 0xff, {0}},
+      {RowFormat::kQ4_1, 0xff, {0, 2}},   {RowFormat::kQ5_0, 0xff, {0}},
+      {RowFormat::kQ5_1, 0xff, {0, 2}},   {RowFormat::kQ4_K, 0xff, {0, 2}},
+      {RowFormat::kQ5_K, 0xff, {0, 2}},   {RowFormat::kQ6_K, 0xff, {208}},
+      {RowFormat::kQ2_K, 0xff, {80, 82}}, {RowFormat::kQ3_K, 0xff, {108}},
+      {RowFormat::kIQ4_NL, 0x00, {0}},    {RowFormat::kIQ4_XS, 0x00, {0}},
+      {RowFormat::kQ4_Z128, 0xff, {0}},
   };
+  const auto block_bytes = static_cast<size_t>(row_format_info(format).block_bytes);
   for (const Layout& layout : layouts) {
     if (layout.format != format) continue;
     std::vector<uint8_t> rows(static_cast<size_t>(n * row_bytes(format, k)), layout.fill);
-    EXPECT_EQ(rows.size() % layout.block_bytes, 0u);
-    for (size_t b = 0; b < rows.size(); b += layout.block_bytes) {
+    for (size_t b = 0; b < rows.size(); b += block_bytes) {
       for (int64_t at : layout.fp16_offsets) {
         rows[b + at] = 0x00;  // fp16 1.0, little-endian
         rows[b + at + 1] = 0x3c;
       }
-    }
-    if (format == RowFormat::kIQ4_XS) {
-      for (size_t b = 0; b < rows.size(); b += layout.block_bytes)
+      if (format == RowFormat::kIQ4_XS)
         std::fill_n(rows.begin() + static_cast<int64_t>(b) + 2, 6, 0xff);  // scales: 63 - 32
     }
     return rows;
