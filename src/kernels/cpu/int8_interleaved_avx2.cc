@@ -81,6 +81,17 @@ static inline __m256i half_word(const uint8_t* p, int c, int h) {
 }
 
 #if defined(LM_INT8_DPBUSD)
+// The signed formats' weights as unsigned bytes for vpdpbusd: w + 128 (xor 0x80), with the zero
+// point 2^kSignedZeroShift = 128 taken back through the activations' sums, as the VNNI kernel
+// does -- rather than moving w's sign onto every row's activations; the same int32 sums.
+constexpr int kSignedZeroShift = 7;
+
+static inline void signed_to_unsigned(__m256i (&w)[4]) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) w[c] = _mm256_xor_si256(w[c], flip);
+}
+
 // acc + each int32 lane's 4 products of u's bytes (unsigned) and s's (signed), exactly.
 static inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 #if defined(LM_INT8_DPBUSD_VEX)
@@ -157,17 +168,13 @@ static inline void accumulate(const __m256i (&u)[4], __m256 dw, __m256 mw, const
 
 // accumulate for signed weights (Q8_0, IQ4): no zero point, no minimum.
 #if defined(LM_INT8_DPBUSD)
-// vpdpbusd wants the weights unsigned: w + 128 (xor 0x80, one per word) with the zero point 128
-// taken back through the activations' sums, as the VNNI kernel does -- rather than moving w's
-// sign onto every row's activations -- the same int32 sums.
+// (signed_to_unsigned's w + 128)
 template <int RX>
 static inline void accumulate_signed(const __m256i (&w)[4], __m256 dw, const PreparedBlock* x,
                                      int64_t x_stride, __m256 (&acc)[RX]) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256i u[4];
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) u[c] = _mm256_xor_si256(w[c], flip);
-  accumulate<RX, 7, false>(u, dw, dw, x, x_stride, acc);
+  __m256i u[4] = {w[0], w[1], w[2], w[3]};
+  signed_to_unsigned(u);
+  accumulate<RX, kSignedZeroShift, false>(u, dw, dw, x, x_stride, acc);
 }
 #else
 template <int RX>
@@ -263,10 +270,13 @@ constexpr int64_t kGroupBlockBytes = kRows* kBlockBytes<F>;
 template <int RX>
 using Acc = __m256[2][RX];
 
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: blocks of 32. kMin: a minimum per block (Q4_1, Q5_1);
-// kZeroShift: the unsigned formats' zero point 2^kZeroShift (Q4_0 8, Q5_0 16).
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: blocks of 32 (block_tile's formats). kMin: a minimum per
+// block (Q4_1, Q5_1); kZeroShift: the unsigned formats' zero point 2^kZeroShift (Q4_0 8, Q5_0 16).
 template <RowFormat F>
 struct BlockFormat {
+  static constexpr bool kBlocksOf32 = F == RowFormat::kQ8_0 || F == RowFormat::kQ4_0 ||
+                                      F == RowFormat::kQ4_1 || F == RowFormat::kQ5_0 ||
+                                      F == RowFormat::kQ5_1 || F == RowFormat::kIQ4_NL;
   static constexpr bool kSigned = F == RowFormat::kQ8_0 || F == RowFormat::kIQ4_NL;
   static constexpr bool kMin = F == RowFormat::kQ4_1 || F == RowFormat::kQ5_1;
   static constexpr bool kFifthBit = F == RowFormat::kQ5_0 || F == RowFormat::kQ5_1;
@@ -329,16 +339,12 @@ template <RowFormat F, int RX>
 static inline void block_both_halves(const uint8_t* block, const PreparedBlock* xb, int64_t blocks,
                                      Acc<RX>& acc) {
   using Format = BlockFormat<F>;
-  constexpr int kZeroShift = Format::kSigned ? 7 : Format::kZeroShift;
+  constexpr int kZeroShift = Format::kSigned ? kSignedZeroShift : Format::kZeroShift;
   __m256i u[2][4];
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     block_words<F>(block, h, u[h]);
-    if constexpr (Format::kSigned) {
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c)
-        u[h][c] = _mm256_xor_si256(u[h][c], _mm256_set1_epi8(static_cast<char>(0x80)));
-    }
+    if constexpr (Format::kSigned) signed_to_unsigned(u[h]);
   }
   const __m256 d = f16x8(block);
   const __m256 m = Format::kMin ? f16x8(block + 16) : d;
@@ -713,13 +719,12 @@ void halves_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
 
 // Whether prefill tiles take both halves of F's blocks in one pass: the blocks of 32 at the
 // avx-vnni level (block_both_halves).
-template <RowFormat F>
-constexpr bool kOnePass =
 #if defined(LM_INT8_DPBUSD)
-    F == RowFormat::kQ8_0 || F == RowFormat::kQ4_0 || F == RowFormat::kQ4_1 ||
-    F == RowFormat::kQ5_0 || F == RowFormat::kQ5_1 || F == RowFormat::kIQ4_NL;
+template <RowFormat F>
+constexpr bool kOnePass = BlockFormat<F>::kBlocksOf32;
 #else
-    false;
+template <RowFormat F>
+constexpr bool kOnePass = false;
 #endif
 
 // 8 weight rows (group g) against RX activation rows. AVX2's prefill tiles (RX > 1) take the two

@@ -115,15 +115,22 @@ std::string isa_limit_reason(const CpuId& id) {
   return "";
 }
 
+namespace {
+
+// This machine's CPUID words, read once.
+const CpuId& this_cpu() {
+  static const CpuId id = read_cpu_id();
+  return id;
+}
+
+}  // namespace
+
 Isa detected_isa() {
-  static const Isa detected = detect_isa(read_cpu_id());
+  static const Isa detected = detect_isa(this_cpu());
   return detected;
 }
 
-bool isa_supported(Isa isa) {
-  static const CpuId id = read_cpu_id();
-  return level_runs(id, isa);
-}
+bool isa_supported(Isa isa) { return level_runs(this_cpu(), isa); }
 
 namespace {
 
@@ -148,7 +155,7 @@ Status select_isa(Isa cap) {
     std::string message = std::string(isa_name(cap)) +
                           " is not a level this CPU runs (its best: " + isa_name(detected_isa()) +
                           ")";
-    if (const std::string reason = isa_limit_reason(read_cpu_id()); !reason.empty())
+    if (const std::string reason = isa_limit_reason(this_cpu()); !reason.empty())
       message += ": " + reason;
     return Error{message};
   }
@@ -206,7 +213,7 @@ const IsaKernels& avx2_kernels() {
 const IsaKernels& avx_vnni_kernels() {
   static const IsaKernels kKernels = [] {
     IsaKernels kernels = avx2_kernels();
-    kernels.int8_interleaved_gemm = has_avx_vnni_vex(read_cpu_id())
+    kernels.int8_interleaved_gemm = has_avx_vnni_vex(this_cpu())
                                         ? int8_interleaved_gemm_avx_vnni
                                         : int8_interleaved_gemm_avx_vnni_evex;
     return kernels;
