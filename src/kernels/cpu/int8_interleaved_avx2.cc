@@ -329,27 +329,13 @@ static inline void block_half(const uint8_t* block, const PreparedBlock* xb, int
 }
 
 #if defined(LM_INT8_DPBUSD)
-// Both halves of a block against RX activation rows in one pass: each activation word is
-// broadcast once for the group's 8 rows (vpdpbusd needs no int16 staging, so both halves' words
-// fit the registers even VEX's 16: one 4096 x 4096 Linear, 1 thread, 512 rows, the EVEX build
-// kept to 16 registers: Q4_0 96.5 -> 111.7, Q4_1 90 -> 93.7, Q8_0 91.4 -> 117.8 G multiply-adds/s
-// over two passes). Per lane block_half's operations, in its order; the signed formats as
-// accumulate_signed takes them (w + 128, the zero point 128).
-template <RowFormat F, int RX>
-static inline void block_both_halves(const uint8_t* block, const PreparedBlock* xb, int64_t blocks,
-                                     Acc<RX>& acc) {
-  using Format = BlockFormat<F>;
-  constexpr int kZeroShift = Format::kSigned ? kSignedZeroShift : Format::kZeroShift;
-  __m256i u[2][4];
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    block_words<F>(block, h, u[h]);
-    if constexpr (Format::kSigned) signed_to_unsigned(u[h]);
-  }
-  const __m256 d = f16x8(block);
-  const __m256 m = Format::kMin ? f16x8(block + 16) : d;
-  const __m256 dw[2] = {row_pairs(d, 0), row_pairs(d, 1)};
-  const __m256 mw[2] = {row_pairs(m, 0), row_pairs(m, 1)};
+// accumulate for both halves of a group of 32 in one pass: each activation word is broadcast once
+// for the group's 8 rows (vpdpbusd needs no int16 staging, so both halves' words fit the
+// registers even VEX's 16). Per lane accumulate's operations, in its order.
+template <int RX, int kZeroShift, bool kMin>
+static inline void accumulate_both_halves(const __m256i (&u)[2][4], const __m256 (&dw)[2],
+                                          const __m256 (&mw)[2], const PreparedBlock* xb,
+                                          int64_t blocks, Acc<RX>& acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < RX; ++i) {
     const PreparedBlock& p = xb[i * blocks];
@@ -366,10 +352,32 @@ static inline void block_both_halves(const uint8_t* block, const PreparedBlock* 
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       acc[h][i] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], dd), _mm256_cvtepi32_ps(dot[h]), acc[h][i]);
-      if constexpr (Format::kMin)
+      if constexpr (kMin)
         acc[h][i] = _mm256_fmadd_ps(mw[h], _mm256_castsi256_ps(broadcast8(p.dsum)), acc[h][i]);
     }
   }
+}
+
+// Both halves of a block against RX activation rows in one pass (one 4096 x 4096 Linear, 1
+// thread, 512 rows, the EVEX build kept to 16 registers: Q4_0 96.5 -> 111.7, Q4_1 90 -> 93.7,
+// Q8_0 91.4 -> 117.8 G multiply-adds/s over two passes). Per lane block_half's operations; the
+// signed formats as accumulate_signed takes them (w + 128, the zero point 128).
+template <RowFormat F, int RX>
+static inline void block_both_halves(const uint8_t* block, const PreparedBlock* xb, int64_t blocks,
+                                     Acc<RX>& acc) {
+  using Format = BlockFormat<F>;
+  __m256i u[2][4];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    block_words<F>(block, h, u[h]);
+    if constexpr (Format::kSigned) signed_to_unsigned(u[h]);
+  }
+  const __m256 d = f16x8(block);
+  const __m256 m = Format::kMin ? f16x8(block + 16) : d;
+  const __m256 dw[2] = {row_pairs(d, 0), row_pairs(d, 1)};
+  const __m256 mw[2] = {row_pairs(m, 0), row_pairs(m, 1)};
+  accumulate_both_halves<RX, Format::kSigned ? kSignedZeroShift : Format::kZeroShift, Format::kMin>(
+      u, dw, mw, xb, blocks, acc);
 }
 #endif
 
@@ -421,6 +429,26 @@ static inline void k4_group_scales(const K4Scales& s, int t, __m256 d, __m256 ne
   mn = scaled_byte(t < 4 ? s.mn_low : s.mn_high, t, neg_dmin);
 }
 
+// Group t's values for half h of a Q4_K / Q5_K (kFifthBit) super-block: the low (t even) or high
+// nibbles of qs words 4(t / 2) + c, with Q5_K bit t of qh word c as the fifth bit.
+template <bool kFifthBit>
+static inline void k4_group_words(const uint8_t* qs_words, const uint8_t* qh_words, int t, int h,
+                                  __m256i (&u)[4]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    __m256i qs = half_word(qs_words, 4 * (t / 2) + c, h);
+    if (t % 2) qs = _mm256_srli_epi16(qs, 4);
+    u[c] = _mm256_and_si256(qs, low4);
+    if constexpr (kFifthBit) {
+      __m256i qh = half_word(qh_words, c, h);
+      if (t < 4) qh = _mm256_slli_epi16(qh, 4 - t);
+      if (t > 4) qh = _mm256_srli_epi16(qh, t - 4);
+      u[c] = _mm256_or_si256(u[c], _mm256_and_si256(qh, bit4));
+    }
+  }
+}
+
 // Q4_K and Q5_K (kFifthBit): super-blocks of 256, 8 groups of 32 with 6-bit scales and minimums;
 // Q5_K adds a fifth bit per value, bit t of qh byte l for element l of group t (the interleaved
 // order is GGML's: d, dmin, scales, [qh words 0-3,] qs words 0-15).
@@ -429,7 +457,6 @@ void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& 
   constexpr int64_t kBytes = kRows * (kFifthBit ? kquant::kQ5_KBytes : kquant::kQ4_KBytes);
   constexpr int64_t kScales = kRows * 4, kQh = kScales + kRows * 12;
   constexpr int64_t kQs = kQh + (kFifthBit ? kRows * 32 : 0);
-  const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
   for (int64_t sb = 0; sb < blocks / kquant::kGroups; ++sb) {
     const uint8_t* block = g + sb * kBytes;
     const __m256 d = f16x8(block);
@@ -439,25 +466,23 @@ void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& 
     for (int t = 0; t < 8; ++t) {
       __m256 sc, mn;
       k4_group_scales(scales, t, d, neg_dmin, sc, mn);
+      const PreparedBlock* xt = x + sb * kquant::kGroups + t;
+#if defined(LM_INT8_DPBUSD)
+      if constexpr (kH0 == 0 && kH1 == 2) {
+        __m256i u[2][4];
+        k4_group_words<kFifthBit>(block + kQs, block + kQh, t, 0, u[0]);
+        k4_group_words<kFifthBit>(block + kQs, block + kQh, t, 1, u[1]);
+        const __m256 dw[2] = {row_pairs(sc, 0), row_pairs(sc, 1)};
+        const __m256 mw[2] = {row_pairs(mn, 0), row_pairs(mn, 1)};
+        accumulate_both_halves<RX, 0, true>(u, dw, mw, xt, blocks, acc);
+        continue;
+      }
+#endif
 #pragma GCC unroll 2
       for (int h = kH0; h < kH1; ++h) {
-        // Group t: the low (t even) or high nibbles of qs words 4(t / 2) + c, with Q5_K bit t of
-        // qh word c as the fifth bit.
         __m256i u[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          __m256i qs = half_word(block + kQs, 4 * (t / 2) + c, h);
-          if (t % 2) qs = _mm256_srli_epi16(qs, 4);
-          u[c] = _mm256_and_si256(qs, low4);
-          if constexpr (kFifthBit) {
-            __m256i qh = half_word(block + kQh, c, h);
-            if (t < 4) qh = _mm256_slli_epi16(qh, 4 - t);
-            if (t > 4) qh = _mm256_srli_epi16(qh, t - 4);
-            u[c] = _mm256_or_si256(u[c], _mm256_and_si256(qh, bit4));
-          }
-        }
-        accumulate<RX, 0, true>(u, row_pairs(sc, h), row_pairs(mn, h), x + sb * kquant::kGroups + t,
-                                blocks, acc[h]);
+        k4_group_words<kFifthBit>(block + kQs, block + kQh, t, h, u);
+        accumulate<RX, 0, true>(u, row_pairs(sc, h), row_pairs(mn, h), xt, blocks, acc[h]);
       }
     }
   }
@@ -539,6 +564,20 @@ void iq4_xs_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
       const __m256 scaled =
           _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sc, _mm256_set1_epi32(32))), d);
       // Group t is qs words 2t and 2t + 1.
+#if defined(LM_INT8_DPBUSD)
+      if constexpr (kH0 == 0 && kH1 == 2) {  // both halves in one pass, as accumulate_signed
+        __m256i u[2][4];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          iq4_words(half_word(block + kQs, 2 * t, h), half_word(block + kQs, 2 * t + 1, h), levels,
+                    u[h]);
+          signed_to_unsigned(u[h]);
+        }
+        const __m256 dw[2] = {row_pairs(scaled, 0), row_pairs(scaled, 1)};
+        accumulate_both_halves<RX, kSignedZeroShift, false>(u, dw, dw, x + sb * 8 + t, blocks, acc);
+        continue;
+      }
+#endif
 #pragma GCC unroll 2
       for (int h = kH0; h < kH1; ++h) {
         __m256i w[4];
@@ -717,11 +756,16 @@ void halves_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
   }
 }
 
-// Whether prefill tiles take both halves of F's blocks in one pass: the blocks of 32 at the
-// avx-vnni level (block_both_halves).
+// Whether prefill tiles take both halves of F's blocks in one pass: at the avx-vnni level the
+// blocks of 32 (block_both_halves), Q4_K, Q5_K and IQ4_XS (a group of 32 with one scale: one
+// 4096 x 4096 Linear, 1 thread, the EVEX build kept to VEX's 16 registers, G multiply-adds/s
+// two-pass -> one-pass at 512 / 5 / 1 rows: Q4_K 78 -> 79 / 85 -> 89 / 47 -> 56, Q5_K 65 -> 63 /
+// 71 -> 77 / 26 -> 33, IQ4_XS 77 -> 86 / 83 -> 93 / 46 -> 46; the one-row tile took the halves
+// one after the other before).
 #if defined(LM_INT8_DPBUSD)
 template <RowFormat F>
-constexpr bool kOnePass = BlockFormat<F>::kBlocksOf32;
+constexpr bool kOnePass = BlockFormat<F>::kBlocksOf32 || F == RowFormat::kQ4_K ||
+                          F == RowFormat::kQ5_K || F == RowFormat::kIQ4_XS;
 #else
 template <RowFormat F>
 constexpr bool kOnePass = false;
@@ -732,8 +776,8 @@ constexpr bool kOnePass = false;
 // accumulators are live: with both, a tile's accumulators, words and scales overflowed AVX2's 16
 // registers and spilled (512-token prefill 1.14-1.24x faster split, a format's per-block scales
 // decoded once per pass). Decode (one row) has the registers and streams the weights once, and so
-// do the avx-vnni level's tiles over blocks of 32 (kOnePass). Each lane's operations are the same
-// either way.
+// do the avx-vnni level's tiles of kOnePass formats. Each lane's operations are the same either
+// way.
 template <RowFormat F, int RX>
 void group_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, float* y, int64_t ldy) {
   Acc<RX> acc;
