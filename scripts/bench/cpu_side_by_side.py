@@ -28,7 +28,9 @@ Models (made under .cache/models/ when missing):
                    Gemma-2-2B-shaped (the same script)
 The same run measures the machine (text-generation-benchmark --measure-machine: memory read
 bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction of the bandwidth
-roofline reached (tokens/s x GGUF tensor bytes / bandwidth), and for the 7B Q4_0 model and the
+roofline each run reached: tokens/s x GGUF tensor bytes / the read bandwidth probed just before
+and just after that run (their mean; a shared machine's bandwidth swings 2x from minute to
+minute, so one probe at the start made fractions of 60-120%); and for the 7B Q4_0 model and the
 HF folders the server's resident memory against the weight files' size + KV pool + 100 MB.
 
 --isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
@@ -221,9 +223,19 @@ def rss_check(model: Path, threads: int) -> dict:
             "limit_bytes": limit, "within_limit": rss <= limit}
 
 
+def spread(values: list[float]) -> dict:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
 def ratio_stats(ours: list[float], theirs: list[float]) -> dict:
-    ratios = [o / t for o, t in zip(ours, theirs)]
-    return {"min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)}
+    return spread([o / t for o, t in zip(ours, theirs)])
+
+
+def roofline_fractions(tokens_per_second: list[float], probes_around: list[tuple[float, float]],
+                       weight_bytes: int) -> list[float]:
+    """Each run's tokens/s over its own roofline: the mean of the read bandwidths probed just
+    before and just after it, divided by the bytes a token reads."""
+    return [tps * weight_bytes / ((before + after) / 2) for tps, (before, after) in zip(tokens_per_second, probes_around)]
 
 
 def main() -> int:
@@ -263,26 +275,41 @@ def main() -> int:
         reps = args.reps_7b if big and args.reps_7b else args.reps
         for threads in args.threads:
             for test in (args.tests_7b if big and args.tests_7b else args.tests):
-                ours, theirs = [], []
+                # weights only: the cache's bytes come on top at depth; not for MoE files, whose
+                # decode reads only the chosen experts of them
+                roofline_applies = test.startswith("tg") and not name.startswith("mixtral")
+                ours, theirs, probes = [], [], []
+                probe = (lambda: measure_machine(threads)["read_bytes_per_second"]) if roofline_applies else None
                 for _ in range(reps):
+                    if probe:
+                        probes.append(probe())
                     theirs.append(run_llama_bench(peer_paths[name], threads, test))
+                    if probe:
+                        probes.append(probe())
                     ours.append(run_ours(paths[name], threads, test))
+                if probe:
+                    probes.append(probe())
                 row = {"model": name, "file": str(paths[name].relative_to(ROOT)),
                        "llama_cpp_file": str(peer_paths[name].relative_to(ROOT)), "test": test, "threads": threads,
                        "ours_tokens_per_second": ours, "llama_cpp_tokens_per_second": theirs,
                        "ratio_ours_over_llama_cpp": ratio_stats(ours, theirs), "weight_bytes": weight_bytes}
-                # weights only: the cache's bytes come on top at depth; not for MoE files, whose
-                # decode reads only the chosen experts of them
-                roofline_applies = test.startswith("tg") and not name.startswith("mixtral")
                 if roofline_applies:
-                    roofline = machine[threads]["read_bytes_per_second"] / weight_bytes
-                    row["bandwidth_roofline_tokens_per_second"] = roofline
-                    row["ours_fraction_of_roofline"] = statistics.median(ours) / roofline
-                    row["llama_cpp_fraction_of_roofline"] = statistics.median(theirs) / roofline
+                    # probes[2i], probes[2i + 1], probes[2i + 2]: before llama.cpp's run i, between, after ours
+                    row["read_bytes_per_second_probes"] = probes
+                    row["llama_cpp_fractions_of_roofline"] = roofline_fractions(
+                        theirs, [(probes[2 * i], probes[2 * i + 1]) for i in range(reps)], weight_bytes)
+                    row["ours_fractions_of_roofline"] = roofline_fractions(
+                        ours, [(probes[2 * i + 1], probes[2 * i + 2]) for i in range(reps)], weight_bytes)
+                    row["ours_fraction_of_roofline"] = spread(row["ours_fractions_of_roofline"])
+                    row["llama_cpp_fraction_of_roofline"] = spread(row["llama_cpp_fractions_of_roofline"])
                 rows.append(row)
                 r = row["ratio_ours_over_llama_cpp"]
-                extra = (f" | roofline {row['ours_fraction_of_roofline']:.0%} vs "
-                         f"{row['llama_cpp_fraction_of_roofline']:.0%}") if roofline_applies else ""
+                extra = ""
+                if roofline_applies:
+                    o, t = row["ours_fraction_of_roofline"], row["llama_cpp_fraction_of_roofline"]
+                    extra = (f" | roofline {o['median']:.0%} [{o['min']:.0%}, {o['max']:.0%}] vs "
+                             f"{t['median']:.0%} [{t['min']:.0%}, {t['max']:.0%}] "
+                             f"(read {min(probes) / 1e9:.0f}-{max(probes) / 1e9:.0f} GB/s)")
                 print(f"{name:15s} {test} t={threads}: ours {statistics.median(ours):8.2f} tok/s, llama.cpp "
                       f"{statistics.median(theirs):8.2f} tok/s, ratio {r['median']:.2f} "
                       f"[{r['min']:.2f}, {r['max']:.2f}]{extra}", flush=True)

@@ -103,11 +103,15 @@ TEST(Panels16, RowLookupGivesTheRowsValues) {
 }
 
 // The reference's outputs are the double-precision dot within fp32 rounding (sanity), and every
-// ISA's decode kernel gives the reference's bits.
+// ISA's decode kernel gives the reference's bits, on panel counts around the groups it streams
+// side by side (kPanel16DecodePanels for one row, 2 for 2-3 rows; panels of at least
+// kPanel16SideBySideMinDepth values) and their remainders.
 TEST(Panels16, DotMatchesReferenceBitsAtEveryIsa) {
   for (RowFormat format : kFormats) {
-    for (int64_t num_panels : {1, 2, 3}) {
-      for (int64_t k : {1, 7, 64, 577}) {
+    for (int64_t num_panels : {int64_t{1}, int64_t{2}, int64_t{3}, kPanel16DecodePanels + 1,
+                               2 * kPanel16DecodePanels + 3}) {
+      for (int64_t k :
+           {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{577}, kPanel16SideBySideMinDepth + 5}) {
         for (int64_t m : {1, 2, 3, 4, 5, 7}) {
           SCOPED_TRACE(std::string(row_format_info(format).name) +
                        " panels=" + std::to_string(num_panels) + " k=" + std::to_string(k) +

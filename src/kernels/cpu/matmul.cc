@@ -34,13 +34,13 @@ constexpr int64_t kDecodePieceGroups = 4;
 constexpr int64_t kPrefillPieceGroups = 16;
 // Bytes of X rows kept hot while a weight tile sweeps over them.
 constexpr int64_t kXBlockBytes = 256 * 1024;
-// 16-bit panels: panels per decode piece, and the prefill block: kPanelDepth values of k of two
+// 16-bit panels: a decode piece is kPanel16DecodePanels (panels16.h), the panels its GEMV
+// streams side by side. The prefill block: kPanelDepth values of k of two
 // panels as fp32 (128 KiB, in L2) against kPanelBlockRows X rows, which each register tile streams
 // (14 rows x 4 KiB; every x value loaded feeds 32 FMAs). Deep blocks, because each depth block
 // reads and writes the block's Y again. One 4096 x 4096 F16 Linear against 512 rows, 2 threads,
 // X rows padded: 256 x 512 (two panels' depth in L1) ran 193 GFLOP/s at avx512 and 179 at avx2,
 // 1024 x 512 215 and 207 (2048 x 256: 211 / 212, but 147 against 185 for 64 rows at avx2).
-constexpr int64_t kDecodePiecePanels = 2;
 constexpr int64_t kPanelDepth = 1024;
 constexpr int64_t kPanelBlockRows = 512;
 // Panels converted together for one prefill GEMM call: two, so a tile can span 32 columns where
@@ -378,7 +378,7 @@ void matmul_in_panels(int64_t num_panels, const float* x, float* y, int64_t m, i
   };
   if (m < kDecodeMaxRows) {
     // Decode: memory bound on W, so each panel is streamed once in its stored form.
-    for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
+    for_owned_pieces(pool, num_panels, kPanel16DecodePanels, [&](int64_t g0, int64_t g1) {
       dot(g0, g1);
       add_bias(g0, g1);
     });
@@ -474,7 +474,7 @@ void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64
   const int64_t num_panels = n / kPanel16Rows;
   if (m < kDecodeMaxRows) {
     // Decode: memory bound on W, each panel streamed once.
-    for_owned_pieces(pool, num_panels, kDecodePiecePanels, [&](int64_t g0, int64_t g1) {
+    for_owned_pieces(pool, num_panels, kPanel16DecodePanels, [&](int64_t g0, int64_t g1) {
       kernels.bf16_pair_gemm(xb, ldx, m, w_bytes + g0 * panel_bytes, g1 - g0, k, 0, pairs,
                              y + g0 * kPanel16Rows, n, false);
       add_bias(g0, g1);

@@ -22,6 +22,14 @@ inline constexpr int64_t kPanel16Rows = 16;
 // 2 threads gained 8-14% (2 KiB: less, 8 KiB: less and noisier).
 inline constexpr int64_t kPanelStreamPrefetchBytes = 4096;
 
+// Panels a one-row decode GEMV streams side by side (lanes/panels16.h: one stream held a core
+// below its memory bandwidth), so the panels a decode call's threads claim at a time.
+inline constexpr int64_t kPanel16DecodePanels = 4;
+// Panels of fewer values of k than this stream one at a time, prefetched, whatever the rows:
+// SmolLM2's (k = 576 and 1536) decoded ~6% slower side by side (F16 at avx512-bf16, 10
+// alternating pairs), 7B's (4096, 11008) 10-20% faster.
+inline constexpr int64_t kPanel16SideBySideMinDepth = 2048;
+
 // True for F16 and BF16 matrices of n rows (a multiple of kPanel16Rows) of k > 0 elements.
 bool can_panel16(RowFormat format, int64_t n, int64_t k);
 

@@ -29,44 +29,67 @@ typename V::Reg load_half(const uint16_t* p) {
   }
 }
 
-// MR activation rows against one panel, straight from its 16-bit values. One panel at a time,
-// so each call reads one stream: two panels side by side (more chains) ran 6-12% slower.
-template <typename V, RowFormat F, int MR>
+// MR activation rows against NP panels side by side, straight from their 16-bit values. Few rows
+// (decode) stream the weights from DRAM once, and one panel's stream (one FMA chain per output,
+// prefetched kPanelStreamPrefetchBytes ahead) held a core to ~28 GB/s of F16 weights on this
+// Zen 4; four panels side by side, left to the hardware prefetchers (software prefetches for four
+// streams cost more than they bring), read ~37 GB/s on one core and ~69 on two (BF16's pair
+// panels' rate; one panel: ~54).
+template <typename V, RowFormat F, int MR, int NP>
 void dot_micro(const uint16_t* w, int64_t k, const float* x, int64_t ldx, float* y, int64_t ldy) {
   constexpr int R = kPanelRegs<V>;
-  typename V::Reg acc[MR][R];
+  constexpr int NR = NP * R;
+  const int64_t panel_elems = k * kPanel16Rows;
+  typename V::Reg acc[MR][NR];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) acc[i][r] = V::zero();
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   }
   for (int64_t p = 0; p < k; ++p) {
-    const uint16_t* step = w + p * kPanel16Rows;
-    _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelStreamPrefetchBytes, _MM_HINT_T0);
-    typename V::Reg wv[R];
+    typename V::Reg wv[NR];
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) {
+      const uint16_t* step = w + q * panel_elems + p * kPanel16Rows;
+      if constexpr (NP == 1)
+        _mm_prefetch(reinterpret_cast<const char*>(step) + kPanelStreamPrefetchBytes, _MM_HINT_T0);
 #pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) wv[r] = load_half<V, F>(step + r * V::kLanes);
+      for (int r = 0; r < R; ++r) wv[q * R + r] = load_half<V, F>(step + r * V::kLanes);
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const auto xv = V::set1(x[i * ldx + p]);
-#pragma GCC unroll 2
-      for (int r = 0; r < R; ++r) acc[i][r] = V::fmadd(xv, wv[r], acc[i][r]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fmadd(xv, wv[j], acc[i][j]);
     }
   }
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) V::store(y + i * ldy + r * V::kLanes, acc[i][r]);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) V::store(y + i * ldy + j * V::kLanes, acc[i][j]);
   }
 }
+
+// Panels side by side for MR rows: kPanel16DecodePanels (4) for one row (8 ran slower than one),
+// 2 for 2-3 rows (their accumulators, MR x NP x kPanelRegs, within AVX2's 16 registers), else 1.
+template <int MR>
+inline constexpr int kDotPanels = MR == 1   ? static_cast<int>(kPanel16DecodePanels)
+                                  : MR <= 3 ? 2
+                                            : 1;
 
 // MR rows against panels [0, num_panels).
 template <typename V, RowFormat F, int MR>
 void dot_rows(const uint16_t* w, int64_t num_panels, int64_t k, const float* x, int64_t ldx,
               float* y, int64_t ldy) {
+  constexpr int NP = kDotPanels<MR>;
   const int64_t panel_elems = k * kPanel16Rows;
-  for (int64_t g = 0; g < num_panels; ++g)
-    dot_micro<V, F, MR>(w + g * panel_elems, k, x, ldx, y + g * kPanel16Rows, ldy);
+  int64_t g = 0;
+  if (k >= kPanel16SideBySideMinDepth) {
+    for (; g + NP <= num_panels; g += NP)
+      dot_micro<V, F, MR, NP>(w + g * panel_elems, k, x, ldx, y + g * kPanel16Rows, ldy);
+  }
+  for (; g < num_panels; ++g)
+    dot_micro<V, F, MR, 1>(w + g * panel_elems, k, x, ldx, y + g * kPanel16Rows, ldy);
 }
 
 template <typename V, RowFormat F>
