@@ -331,11 +331,13 @@ static inline void block_half(const uint8_t* block, const PreparedBlock* xb, int
 #if defined(LM_INT8_DPBUSD)
 // accumulate for both halves of a group of 32 in one pass: each activation word is broadcast once
 // for the group's 8 rows (vpdpbusd needs no int16 staging, so both halves' words fit the
-// registers even VEX's 16). Per lane accumulate's operations, in its order.
+// registers even VEX's 16). d and m: the 8 rows' scales and minimums, each half's rows taken by
+// row_pairs. Per lane accumulate's operations, in its order.
 template <int RX, int kZeroShift, bool kMin>
-static inline void accumulate_both_halves(const __m256i (&u)[2][4], const __m256 (&dw)[2],
-                                          const __m256 (&mw)[2], const PreparedBlock* xb,
-                                          int64_t blocks, Acc<RX>& acc) {
+static inline void accumulate_both_halves(const __m256i (&u)[2][4], __m256 d, __m256 m,
+                                          const PreparedBlock* xb, int64_t blocks, Acc<RX>& acc) {
+  const __m256 dw[2] = {row_pairs(d, 0), row_pairs(d, 1)};
+  const __m256 mw[2] = {row_pairs(m, 0), row_pairs(m, 1)};
 #pragma GCC unroll 8
   for (int i = 0; i < RX; ++i) {
     const PreparedBlock& p = xb[i * blocks];
@@ -374,10 +376,8 @@ static inline void block_both_halves(const uint8_t* block, const PreparedBlock* 
   }
   const __m256 d = f16x8(block);
   const __m256 m = Format::kMin ? f16x8(block + 16) : d;
-  const __m256 dw[2] = {row_pairs(d, 0), row_pairs(d, 1)};
-  const __m256 mw[2] = {row_pairs(m, 0), row_pairs(m, 1)};
   accumulate_both_halves<RX, Format::kSigned ? kSignedZeroShift : Format::kZeroShift, Format::kMin>(
-      u, dw, mw, xb, blocks, acc);
+      u, d, m, xb, blocks, acc);
 }
 #endif
 
@@ -472,9 +472,7 @@ void k4_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<RX>& 
         __m256i u[2][4];
         k4_group_words<kFifthBit>(block + kQs, block + kQh, t, 0, u[0]);
         k4_group_words<kFifthBit>(block + kQs, block + kQh, t, 1, u[1]);
-        const __m256 dw[2] = {row_pairs(sc, 0), row_pairs(sc, 1)};
-        const __m256 mw[2] = {row_pairs(mn, 0), row_pairs(mn, 1)};
-        accumulate_both_halves<RX, 0, true>(u, dw, mw, xt, blocks, acc);
+        accumulate_both_halves<RX, 0, true>(u, sc, mn, xt, blocks, acc);
         continue;
       }
 #endif
@@ -573,8 +571,8 @@ void iq4_xs_tile(const uint8_t* g, const PreparedBlock* x, int64_t blocks, Acc<R
                     u[h]);
           signed_to_unsigned(u[h]);
         }
-        const __m256 dw[2] = {row_pairs(scaled, 0), row_pairs(scaled, 1)};
-        accumulate_both_halves<RX, kSignedZeroShift, false>(u, dw, dw, x + sb * 8 + t, blocks, acc);
+        accumulate_both_halves<RX, kSignedZeroShift, false>(u, scaled, scaled, x + sb * 8 + t,
+                                                            blocks, acc);
         continue;
       }
 #endif
