@@ -199,8 +199,7 @@ int run_server(const LauncherArgs& args) {
   // a cached block written for one request is not what another would have written, and verified
   // proposals (rows of one forward, whose RoPE length is the step's end) are not the rows plain
   // decoding computes.
-  const bool length_dependent_rope =
-      config.rope.type == RopeType::kDynamic || config.rope.type == RopeType::kLongRope;
+  const bool length_dependent_rope = config.rope.depends_on_length();
   // A draft model proposes where speculation runs: its weights and cache count against memory.
   std::optional<DraftModel> draft;
   if (args.speculative_model_id && args.speculate.value_or(1) > 0 && *device == "cpu" &&

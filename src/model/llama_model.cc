@@ -55,7 +55,7 @@ BatchRope batch_rope(const ModelConfig& c, const RopeConfig& config, const Batch
                      const std::vector<float>& freq_factors) {
   BatchRope rope;
   // Dynamic NTK and LongRoPE depend on how far each sequence reaches in this forward.
-  if (config.type != RopeType::kDynamic && config.type != RopeType::kLongRope) {
+  if (!config.depends_on_length()) {
     rope.freqs.push_back(rope_frequencies(c, config, 0, freq_factors));
     rope.row_begins = {0, static_cast<int32_t>(batch.num_tokens())};
     return rope;

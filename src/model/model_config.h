@@ -56,6 +56,13 @@ struct RopeConfig {
   double mscale = 0, mscale_all_dim = 0;
   bool truncate = true;
   RopeLayout layout = RopeLayout::kNeox;
+
+  // Dynamic NTK and LongRoPE rotate a sequence's keys by factors that depend on how long it gets
+  // in the forward that computes them: cached K/V is not what another request (prefix caching),
+  // a forward of several verified rows (speculation) or a fixed-shape graph would compute.
+  bool depends_on_length() const {
+    return type == RopeType::kDynamic || type == RopeType::kLongRope;
+  }
 };
 
 // A sparse mixture of experts in place of the MLP (Mixtral, Qwen2-MoE, Qwen3-MoE): a router

@@ -147,7 +147,7 @@ Status check_cuda_runner_supports(const ModelConfig& c) {
                                   [&](int64_t w) { return w > 0 && w < c.max_context(); }))
     return lacks(c, "sliding-window attention");
   if (c.rotary_dims() != c.head_dim) return lacks(c, "RoPE over part of each head");
-  if (c.rope.type == RopeType::kDynamic || c.rope.type == RopeType::kLongRope)
+  if (c.rope.depends_on_length())
     return lacks(c, "RoPE that depends on the sequence's length (dynamic NTK, LongRoPE)");
   // The GEMV reads each activation row with 16-byte loads.
   for (const int64_t width :

@@ -6,6 +6,7 @@
 // same ids with close logprobs (model/speculative_rows_test.cc says why).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -203,6 +204,75 @@ TEST(SpeculativeDecoding, Fp32RowsGiveTheSameTokens) {
   const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
   expect_same(generate(*model, reqs, 3), generate(*model, reqs, 0), /*same_bits=*/false);
 }
+
+// Every architecture of the fixtures (GQA, MoE, sliding windows, soft-capping, partial and
+// scaled RoPE, tied heads, 16-bit and quantized files): greedy, penalized and sampled requests
+// give the tokens of plain decoding with proposals verified, through preemption in a small pool.
+// Compared as over fp32 rows (ids exactly, logprobs closely): the quantized ones are the same bits
+// (above). Models whose RoPE depends on the sequence's length are served without speculation.
+class EveryFixture : public testing::TestWithParam<std::string> {};
+
+// `text` with "last s 1" before it for each token s greedy decoding chose after it (last: its
+// last token), grown until the choice is one of them: at the first decode step the sequence ends
+// in "last s", seen before, so prompt lookup proposes what followed. (Prepending changes what the
+// model chooses, so a few rounds; a random model's choice rests mostly on the nearest tokens.)
+std::vector<int32_t> proposing_prompt(LlamaModel& model, const std::vector<int32_t>& text) {
+  std::vector<int32_t> pairs;
+  for (int round = 0; round < 16; ++round) {
+    std::vector<EngineRequest> one(1);
+    one[0].prompt_ids = pairs;
+    one[0].prompt_ids.insert(one[0].prompt_ids.end(), text.begin(), text.end());
+    one[0].ignore_eos = true;
+    const int32_t next = generate(model, one, 0).results[0].tokens.at(0).id;
+    for (size_t i = 0; i < pairs.size(); i += 3)
+      if (pairs[i + 1] == next) return one[0].prompt_ids;
+    pairs.insert(pairs.end(), {text.back(), next, 1});
+  }
+  ADD_FAILURE() << "no prompt after which greedy decoding repeats a pair";
+  return text;
+}
+
+TEST_P(EveryFixture, SpeculationGivesTheTokensOfPlainDecoding) {
+  std::unique_ptr<LlamaModel> model = load(kTestModels / GetParam());
+  ASSERT_NE(model, nullptr);
+  if (model->config().rope.depends_on_length()) {
+    GTEST_SKIP() << "RoPE depends on the sequence's length: the server turns speculation off";
+  }
+  model->set_int8_activations(true);
+  const std::vector<EngineRequest> reqs = requests(model->config().vocab_size);
+  const Outcome plain = generate(*model, reqs, 0);
+  expect_same(generate(*model, reqs, 3), plain, /*same_bits=*/false);
+  const Outcome small = generate(*model, reqs, 3, /*num_blocks=*/24);
+  expect_same(small, plain, /*same_bits=*/false);
+  EXPECT_GT(small.stats.num_preemptions, 0);
+  // Some models never repeat the phrase: a prompt after which prompt lookup proposes.
+  std::vector<EngineRequest> proposing(1);
+  proposing[0].prompt_ids = proposing_prompt(*model, reqs[0].prompt_ids);
+  proposing[0].max_new_tokens = 12;
+  proposing[0].ignore_eos = true;
+  const Outcome speculative = generate(*model, proposing, 3);
+  expect_same(speculative, generate(*model, proposing, 0), /*same_bits=*/false);
+  EXPECT_GT(speculative.stats.num_proposed_tokens, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SpeculativeDecoding, EveryFixture,
+    testing::Values("gemma", "gemma-gguf/model.gguf", "gemma2", "gemma2_2b",
+                    "gemma2_2b-gguf/model.gguf", "gemma3", "gemma3_1b", "gemma3_1b-gguf/model.gguf",
+                    "kquant-gguf/model-lowbit.gguf", "kquant-gguf/model-moe.gguf", "llama3_rope",
+                    "llama_gqa_tied_sharded", "llama_head_dim", "llama_rope_dynamic",
+                    "llama_rope_linear", "mistral", "mixtral", "mixtral-gguf/model.gguf", "phi3",
+                    "phi3-gguf/model.gguf", "phi3_longrope", "phi3_partial_rotary", "qwen2",
+                    "qwen2_moe", "qwen2_moe-gguf/model.gguf", "qwen2_sliding", "qwen2_yarn",
+                    "qwen2_yarn-gguf-q4_0/model.gguf", "qwen2_yarn-gguf-q5_1/model.gguf",
+                    "qwen2_yarn-gguf-q8_0/model.gguf", "qwen3", "qwen3-gguf/model.gguf",
+                    "qwen3_moe", "qwen3_moe-gguf/model.gguf", "qwen3_moe_dense_layers"),
+    [](const testing::TestParamInfo<std::string>& fixture) {
+      std::string name = fixture.param;
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name;
+    });
 
 // The default model continues a repeated phrase by copying it, so proposals are accepted.
 TEST(SpeculativeDecoding, DefaultModelOnRepeatedTextGivesTheSameBitsAndAcceptsProposals) {
