@@ -162,8 +162,10 @@ void Engine::compute(const ScheduledBatch& batch, StepStats& stats) {
   }
   StepOutput out = scheduler_.update(batch, *samples);
   stats.num_accepted = out.num_accepted;
+  stats.num_proposed = out.num_proposed;
+  stats.finished_speculation = out.finished_speculation;
   stats.update_seconds = timer.lap();
-  deliver(out);
+  deliver(out, stats.finished_speculation);
   stats.deliver_seconds = timer.lap();
 }
 
@@ -181,7 +183,7 @@ void Engine::drop_cancelled() {
   }
 }
 
-void Engine::deliver(const StepOutput& out) {
+void Engine::deliver(const StepOutput& out, std::vector<RequestSpeculation>& finished) {
   std::vector<int64_t> stopped;
   for (const TokenOutput& token : out.tokens) {
     // A sequence may get several tokens a step (speculation): none after its sink stopped it.
@@ -191,8 +193,10 @@ void Engine::deliver(const StepOutput& out) {
   }
   for (int64_t seq_id : out.finished_seq_ids) executor_->release(seq_id);
   if (stopped.empty()) return;
-  for (const std::unique_ptr<Sequence>& seq : scheduler_.remove_if(in(stopped)))
+  for (const std::unique_ptr<Sequence>& seq : scheduler_.remove_if(in(stopped))) {
     executor_->release(seq->id);
+    finished.push_back(seq->speculation);  // ended by its sink: a stop sequence
+  }
 }
 
 void Engine::fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message) {

@@ -82,7 +82,9 @@ class Engine {
   // Executes the batch, applies and delivers its results (or fails it), timing each part.
   void compute(const ScheduledBatch& batch, StepStats& stats);
   void drop_cancelled();
-  void deliver(const StepOutput& out);
+  // Hands out's tokens to their sinks; the speculation of sequences a sink stopped joins
+  // `finished`.
+  void deliver(const StepOutput& out, std::vector<RequestSpeculation>& finished);
   void fail_batch(const ScheduledBatch& batch, const std::string& message);
   void fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message);
   void publish_stats(int64_t num_batch_tokens);

@@ -41,7 +41,10 @@ struct StepOutput {
   // Per sampling entry, in batch order: its proposals accepted and delivered (tokens beyond its
   // first this step; always 0 without speculation). TGI's tgi_request_skipped_tokens.
   std::vector<int64_t> num_accepted;
-  int64_t num_proposed_tokens = 0;  // proposals the batch verified
+  std::vector<int64_t> num_proposed;  // per sampling entry too: the proposals it verified
+  int64_t num_proposed_tokens = 0;    // proposals the batch verified
+  // Per sequence that finished this step (length or EOS), its speculation over its life.
+  std::vector<RequestSpeculation> finished_speculation;
 };
 
 // A non-empty prompt and max_new_tokens within max_batch_total_tokens whose K/V fits the whole

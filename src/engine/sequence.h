@@ -18,6 +18,13 @@ namespace lm {
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
+// Speculative decoding over one request: proposals verified, and of them those accepted (tokens
+// a step gave beyond its first, which needed no forward of their own).
+struct RequestSpeculation {
+  int64_t num_proposed = 0;
+  int64_t num_accepted = 0;
+};
+
 struct Sequence {
   Sequence(int64_t seq_id, EngineRequest req, std::shared_ptr<TokenSink> token_sink)
       : id(seq_id),
@@ -58,6 +65,7 @@ struct Sequence {
   // Speculation: the most proposals it makes a step (the scheduler adapts it to its acceptance;
   // the config's speculate bounds it).
   int64_t proposal_limit = std::numeric_limits<int64_t>::max();
+  RequestSpeculation speculation;  // over its life so far
 };
 
 }  // namespace lm

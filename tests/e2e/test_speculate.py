@@ -57,6 +57,18 @@ def test_speculation_gives_the_outputs_of_plain_decoding():
     assert metrics["tgi_speculative_accepted_tokens"] > 10
     assert metrics["tgi_speculative_proposed_tokens"] >= metrics["tgi_speculative_accepted_tokens"]
     assert metrics["tgi_request_skipped_tokens_sum"] == metrics["tgi_speculative_accepted_tokens"]
+    # vLLM's counters say the same (tools that read a vLLM server's acceptance read ours), and
+    # the per-request histograms hold every request's totals.
+    accepted = metrics["tgi_speculative_accepted_tokens"]
+    proposed = metrics["tgi_speculative_proposed_tokens"]
+    assert metrics["vllm:spec_decode_num_accepted_tokens_total"] == accepted
+    assert metrics["vllm:spec_decode_num_draft_tokens_total"] == proposed
+    assert 0 < metrics["vllm:spec_decode_num_drafts_total"] <= proposed
+    assert metrics['vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'] > 0
+    assert abs(metrics["lm_speculative_acceptance_rate"] - accepted / proposed) < 1e-6
+    assert metrics["lm_request_speculative_accepted_tokens_sum"] == accepted
+    assert metrics["lm_request_speculative_proposed_tokens_sum"] == proposed
+    assert metrics["lm_request_speculative_accepted_tokens_count"] == len(REQUESTS) + 1
 
 
 def launcher(args=(), env=None) -> subprocess.CompletedProcess:

@@ -77,13 +77,19 @@ class Sink : public TokenSink {
 struct Generation {
   std::vector<std::vector<int32_t>> outputs;
   EngineStats stats;
+  std::vector<RequestSpeculation> finished;  // the steps' StepStats::finished_speculation
 };
 
 Generation generate(int64_t speculate, int64_t stop_after = -1) {
   EngineConfig config;
   config.block_size = 4;
   config.speculate = speculate;
-  Engine engine(config, std::make_unique<VerifyingExecutor>());
+  Generation result;
+  // The observer runs on the engine thread; drain() joins it before `finished` is read.
+  Engine engine(config, std::make_unique<VerifyingExecutor>(), [&](const StepStats& stats) {
+    result.finished.insert(result.finished.end(), stats.finished_speculation.begin(),
+                           stats.finished_speculation.end());
+  });
   std::vector<std::shared_ptr<Sink>> sinks;
   for (int32_t first : {2, 3, 4}) {
     EngineRequest request;
@@ -92,7 +98,6 @@ Generation generate(int64_t speculate, int64_t stop_after = -1) {
     sinks.push_back(std::make_shared<Sink>(stop_after));
     EXPECT_TRUE(engine.submit(request, sinks.back()).ok());
   }
-  Generation result;
   for (const auto& sink : sinks) result.outputs.push_back(sink->wait());
   engine.drain();
   result.stats = engine.stats();
@@ -108,6 +113,18 @@ TEST(EngineSpeculation, GivesTheTokensOfPlainDecoding) {
   EXPECT_LT(speculative.stats.num_accepted_tokens, speculative.stats.num_proposed_tokens);
   // Accepted proposals are tokens without a step of their own.
   EXPECT_LT(speculative.stats.total_steps, plain.stats.total_steps);
+  // Each finished request's totals, and together the engine's.
+  ASSERT_EQ(speculative.finished.size(), 3u);
+  RequestSpeculation sum;
+  for (const RequestSpeculation& r : speculative.finished) {
+    EXPECT_GT(r.num_accepted, 0);
+    EXPECT_LE(r.num_accepted, r.num_proposed);
+    sum.num_proposed += r.num_proposed;
+    sum.num_accepted += r.num_accepted;
+  }
+  EXPECT_EQ(sum.num_proposed, speculative.stats.num_proposed_tokens);
+  EXPECT_EQ(sum.num_accepted, speculative.stats.num_accepted_tokens);
+  for (const RequestSpeculation& r : plain.finished) EXPECT_EQ(r.num_proposed, 0);
 }
 
 TEST(EngineSpeculation, ASinkThatStopsMidStepGetsNoMoreTokens) {
@@ -117,6 +134,8 @@ TEST(EngineSpeculation, ASinkThatStopsMidStepGetsNoMoreTokens) {
     EXPECT_EQ(speculative.outputs, plain.outputs);
     for (const std::vector<int32_t>& ids : speculative.outputs)
       EXPECT_EQ(static_cast<int64_t>(ids.size()), stop_after);
+    // Requests their sinks stopped are finished requests too.
+    EXPECT_EQ(speculative.finished.size(), 3u);
   }
 }
 

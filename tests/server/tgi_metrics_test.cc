@@ -167,12 +167,46 @@ TEST_F(TgiMetrics, SkippedTokensCountEachSequencesAcceptedProposals) {
 
 TEST_F(TgiMetrics, SpeculationCountersComeFromTheEngineStats) {
   EngineStats stats;
+  publish_engine_stats(m, stats);
+  EXPECT_EQ(m.render().find("lm_speculative_acceptance_rate"), std::string::npos);
   stats.num_proposed_tokens = 40;
   stats.num_accepted_tokens = 25;
   publish_engine_stats(m, stats);
   EXPECT_EQ(m.value("tgi_speculative_proposed_tokens"), 40);
   EXPECT_EQ(m.value("tgi_speculative_accepted_tokens"), 25);
+  EXPECT_EQ(m.value("lm_speculative_acceptance_rate"), 25.0 / 40.0);
   EXPECT_TRUE(has_line(m.render(), "# TYPE tgi_speculative_accepted_tokens counter"));
+}
+
+// vLLM's counters over two steps: a draft per sampling entry that proposed, its tokens, those
+// accepted, and per position the drafts accepted that far; entries without proposals count
+// nothing. Finished requests' totals go to the per-request histograms.
+TEST_F(TgiMetrics, SpeculationStepsFeedVllmsCountersAndPerRequestHistograms) {
+  StepStats s = chunk_step();
+  s.num_samples = 3;
+  s.num_proposed_tokens = 7;
+  s.num_proposed = {0, 4, 3};
+  s.num_accepted = {0, 2, 3};
+  s.finished_speculation = {{.num_proposed = 11, .num_accepted = 9}};
+  record_step(m, s);
+  s.num_proposed = {2, 0, 0};
+  s.num_accepted = {0, 0, 0};
+  s.finished_speculation = {{.num_proposed = 2, .num_accepted = 0}};
+  record_step(m, s);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_drafts_total"), 3);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_draft_tokens_total"), 9);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_total"), 5);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"0\""), 2);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"1\""), 2);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"2\""), 1);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"3\""), 0);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "# TYPE vllm:spec_decode_num_drafts_total counter"));
+  EXPECT_TRUE(has_line(text, "# TYPE lm_request_speculative_accepted_tokens histogram"));
+  EXPECT_TRUE(has_line(text, "lm_request_speculative_proposed_tokens_sum 13")) << text;
+  EXPECT_TRUE(has_line(text, "lm_request_speculative_proposed_tokens_count 2"));
+  EXPECT_TRUE(has_line(text, "lm_request_speculative_accepted_tokens_sum 9"));
+  EXPECT_TRUE(has_line(text, "lm_request_speculative_accepted_tokens_count 2"));
 }
 
 TEST_F(TgiMetrics, HelpTextsAreTgis) {

@@ -45,6 +45,12 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
      "Tokens proposed by n-gram speculation and verified (--speculate)"},
     {"tgi_speculative_accepted_tokens",
      "Proposed tokens the model's own choice accepted (generated without a forward of their own)"},
+    {"lm_speculative_acceptance_rate",
+     "Proposed tokens accepted / proposed tokens verified, since start (--speculate)"},
+    {"lm_request_speculative_proposed_tokens",
+     "Tokens proposed and verified per finished request (--speculate)"},
+    {"lm_request_speculative_accepted_tokens",
+     "Proposed tokens accepted per finished request (--speculate)"},
     {"tgi_kv_cache_blocks_resident",
      "KV cache blocks written and not handed back to the OS (in use, cached or recently freed)"},
     {"lm_kv_cache_resident_bytes", "Bytes of the KV cache's resident blocks"},
@@ -59,6 +65,13 @@ constexpr std::pair<const char*, const char*> kHelp[] = {
     {"vllm:num_requests_running", "Number of requests in model execution batches."},
     {"vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."},
     {"vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."},
+    // vLLM's speculative-decoding counters, with the _total its Prometheus client appends:
+    // tools that read acceptance from a vLLM server's /metrics (AIPerf, vLLM's own PromQL
+    // recipes) read ours.
+    {"vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts."},
+    {"vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens."},
+    {"vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens."},
+    {"vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position."},
 };
 
 }  // namespace
@@ -82,6 +95,10 @@ void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_tota
   m.set_buckets("tgi_request_max_new_tokens",
                 Metrics::linear_buckets(static_cast<double>(max_total_tokens)));
   m.set_buckets("tgi_batch_next_size", Metrics::linear_buckets(1024, 1024));  // 1, 2, ..., 1024
+  for (const char* name :
+       {"lm_request_speculative_proposed_tokens", "lm_request_speculative_accepted_tokens"}) {
+    m.set_buckets(name, Metrics::linear_buckets(static_cast<double>(max_total_tokens)));
+  }
   // Its bucket configuration is commented out in TGI, so its exporter renders a summary.
   m.set_summary("tgi_request_skipped_tokens");
 }
@@ -124,6 +141,24 @@ void record_step(Metrics& m, const StepStats& s) {
   for (int64_t n : s.num_accepted) {
     if (n > 0) m.observe("tgi_request_skipped_tokens", static_cast<double>(n));
   }
+  // vLLM's counters: a draft is a sampling entry's proposals of one step; position i counts the
+  // drafts whose first i + 1 proposals were accepted.
+  for (size_t i = 0; i < s.num_proposed.size() && i < s.num_accepted.size(); ++i) {
+    if (s.num_proposed[i] == 0) continue;
+    m.increment("vllm:spec_decode_num_drafts_total");
+    m.increment("vllm:spec_decode_num_draft_tokens_total", "",
+                static_cast<double>(s.num_proposed[i]));
+    m.increment("vllm:spec_decode_num_accepted_tokens_total", "",
+                static_cast<double>(s.num_accepted[i]));
+    for (int64_t p = 0; p < std::min(s.num_accepted[i], s.num_proposed[i]); ++p) {
+      m.increment("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                  "position=\"" + std::to_string(p) + "\"");
+    }
+  }
+  for (const RequestSpeculation& r : s.finished_speculation) {
+    m.observe("lm_request_speculative_proposed_tokens", static_cast<double>(r.num_proposed));
+    m.observe("lm_request_speculative_accepted_tokens", static_cast<double>(r.num_accepted));
+  }
 }
 
 void InterTokenTimer::on_token(Metrics& metrics) {
@@ -162,6 +197,11 @@ void publish_engine_stats(Metrics& m, const EngineStats& stats, int64_t kv_bytes
   m.set_counter("tgi_request_preemptions", static_cast<double>(stats.num_preemptions));
   m.set_counter("tgi_speculative_proposed_tokens", static_cast<double>(stats.num_proposed_tokens));
   m.set_counter("tgi_speculative_accepted_tokens", static_cast<double>(stats.num_accepted_tokens));
+  if (stats.num_proposed_tokens > 0) {
+    m.set_gauge("lm_speculative_acceptance_rate",
+                static_cast<double>(stats.num_accepted_tokens) /
+                    static_cast<double>(stats.num_proposed_tokens));
+  }
   m.set_gauge("vllm:num_requests_waiting", waiting);
   m.set_gauge("vllm:num_requests_running", running);
   m.set_gauge("vllm:kv_cache_usage_perc", kv_usage);
