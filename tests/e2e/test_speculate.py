@@ -1,9 +1,9 @@
 """`--speculate N` (n-gram speculation): the same outputs as a server without it, over HTTP.
 
 Two servers of the default model, one with `--speculate 3`: /generate (greedy, seeded sampling,
-stop sequences, top tokens) and /generate_stream give the same tokens, logprobs and texts, each
-streamed token its own event; the speculating server's metrics show proposals accepted, so the
-comparison is not vacuous.
+stop sequences, top tokens), /generate_stream and OpenAI n = 3 seeded choices give the same
+tokens, logprobs and texts, each streamed token its own event; the speculating server's metrics
+show proposals accepted, so the comparison is not vacuous.
 """
 
 import json
@@ -26,10 +26,19 @@ REQUESTS = [
 ]
 
 
+# OpenAI's n: three seeded sampled choices of one prompt, each its own sequence (the first keeps
+# the seed, the others draw theirs from it), speculating side by side.
+CHAT = {"model": "m", "messages": [{"role": "user", "content": REWRITE}], "n": 3, "seed": 5,
+        "temperature": 0.8, "max_tokens": 24, "logprobs": True}  # fmt: skip
+
+
 def run(server):
     answers = [server.post("/generate", body).json() for body in REQUESTS]
     streamed = sse_events(server.post("/generate_stream", REQUESTS[0]).content)
-    return answers, streamed, server.metrics()
+    choices = server.post("/v1/chat/completions", CHAT).json()["choices"]
+    chat = [(c["message"]["content"], [(t["token"], t["logprob"]) for t in c["logprobs"]["content"]])
+            for c in sorted(choices, key=lambda c: c["index"])]  # fmt: skip
+    return answers, streamed, chat, server.metrics()
 
 
 def tokens(answer):
@@ -38,10 +47,10 @@ def tokens(answer):
 
 def test_speculation_gives_the_outputs_of_plain_decoding():
     with launch_server() as plain_server:
-        plain, plain_stream, _ = run(plain_server)
+        plain, plain_stream, plain_chat, _ = run(plain_server)
     # Every step proposes (the adaptive default may measure proposals as not paying and skip them).
     with launch_server(["--speculate", "3", "--adaptive-speculation", "false"]) as spec_server:
-        spec, spec_stream, metrics = run(spec_server)
+        spec, spec_stream, spec_chat, metrics = run(spec_server)
         logs = spec_server.stdout() + spec_server.stderr()
     assert "Speculation: up to 3 n-gram tokens proposed per decode step" in logs
     for got, want in zip(spec, plain, strict=True):
@@ -53,6 +62,8 @@ def test_speculation_gives_the_outputs_of_plain_decoding():
     # Streaming: one event per token, in order, the same as without speculation.
     assert [e["token"]["id"] for e in spec_stream] == [e["token"]["id"] for e in plain_stream]
     assert spec_stream[-1]["generated_text"] == plain_stream[-1]["generated_text"]
+    assert spec_chat == plain_chat
+    assert len({text for text, _ in plain_chat}) > 1  # three draws, not one
     # Proposals were verified and accepted, and the summary shows the extra tokens.
     assert metrics["tgi_speculative_accepted_tokens"] > 10
     assert metrics["tgi_speculative_proposed_tokens"] >= metrics["tgi_speculative_accepted_tokens"]
@@ -68,7 +79,7 @@ def test_speculation_gives_the_outputs_of_plain_decoding():
     assert abs(metrics["lm_speculative_acceptance_rate"] - accepted / proposed) < 1e-6
     assert metrics["lm_request_speculative_accepted_tokens_sum"] == accepted
     assert metrics["lm_request_speculative_proposed_tokens_sum"] == proposed
-    assert metrics["lm_request_speculative_accepted_tokens_count"] == len(REQUESTS) + 1
+    assert metrics["lm_request_speculative_accepted_tokens_count"] == len(REQUESTS) + 1 + len(spec_chat)
 
 
 def launcher(args=(), env=None) -> subprocess.CompletedProcess:
@@ -96,15 +107,15 @@ def test_a_draft_model_gives_the_outputs_of_plain_decoding():
     """--speculative-model-id: the default model drafting for itself (its greedy proposals are
     the model's own choices, so most are accepted); every answer as without speculation."""
     with launch_server() as plain_server:
-        plain, plain_stream, _ = run(plain_server)
+        plain, plain_stream, plain_chat, _ = run(plain_server)
     with launch_server(["--speculative-model-id", MODEL, "--adaptive-speculation", "false"]) as s:
-        spec, spec_stream, metrics = run(s)
+        spec, spec_stream, spec_chat, metrics = run(s)
         logs = s.stdout() + s.stderr()
     assert "Speculation: up to 4 tokens proposed per decode step by the draft model" in logs
     assert "in every decode step (--adaptive-speculation false)" in logs
     # Adaptive (the default): proposals only where measured to pay; the same outputs either way.
     with launch_server(["--speculative-model-id", MODEL]) as s:
-        adaptive, adaptive_stream, _ = run(s)
+        adaptive, adaptive_stream, adaptive_chat, _ = run(s)
         logs = s.stdout() + s.stderr()
     assert "only in the steps where it is measured to pay" in logs
     assert [tokens(a) for a in adaptive] == [tokens(p) for p in plain]
@@ -114,6 +125,7 @@ def test_a_draft_model_gives_the_outputs_of_plain_decoding():
         assert got["details"]["finish_reason"] == want["details"]["finish_reason"]
         assert tokens(got) == tokens(want)
     assert [e["token"]["id"] for e in spec_stream] == [e["token"]["id"] for e in plain_stream]
+    assert spec_chat == plain_chat and adaptive_chat == plain_chat
     # The greedy requests' proposals are all the model's own choices.
     assert metrics["tgi_speculative_accepted_tokens"] > 60
     assert metrics["tgi_speculative_proposed_tokens"] >= metrics["tgi_speculative_accepted_tokens"]
