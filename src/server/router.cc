@@ -124,7 +124,8 @@ void respond_tokenize(ServerState& state, HttpRequest request,
   }
   const std::string& inputs = std::get<ParsedGenerateRequest>(parsed).inputs;
   const std::vector<int32_t> ids = state.tokenizer->encode(inputs, /*add_special_tokens=*/true);
-  const std::vector<TokenizeEntry> entries = token_offsets(*state.tokenizer, inputs, ids);
+  const std::vector<TokenizeEntry> entries =
+      token_offsets(*state.tokenizer, inputs, ids, /*add_special_tokens=*/true);
   response->respond({200, {{"Content-Type", "application/json"}}, tokenize_response_json(entries)});
 }
 

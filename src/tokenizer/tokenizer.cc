@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "base/utf8.h"
@@ -142,6 +143,64 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   if (add_special_tokens)
     ids.insert(ids.end(), parts_->suffix_ids.begin(), parts_->suffix_ids.end());
   return ids;
+}
+
+namespace {
+
+bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// [begin, end) widened to the UTF-8 characters it touches.
+Tokenizer::TextRange whole_characters(std::string_view text, Tokenizer::TextRange r) {
+  while (r.begin > 0 && r.begin < text.size() && is_continuation_byte(text[r.begin])) --r.begin;
+  while (r.end < text.size() && is_continuation_byte(text[r.end])) ++r.end;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Tokenizer::TextRange> Tokenizer::offsets(std::string_view text,
+                                                     std::span<const int32_t> ids,
+                                                     bool add_special_tokens) const {
+  const size_t num_prefix = add_special_tokens ? parts_->prefix_ids.size() : 0;
+  const size_t num_suffix = add_special_tokens ? parts_->suffix_ids.size() : 0;
+  std::vector<TextRange> out(ids.size());
+  if (ids.size() < num_prefix + num_suffix) return out;
+  // Whether a segment's first token carries a space the text does not have (Prepend "▁",
+  // Metaspace, add_prefix_space): what "a" alone encodes to says.
+  std::string probe;
+  for (int32_t id : encode("a", false)) probe += token_bytes(id);
+  const bool dummy_prefix = probe == " a";
+  size_t cursor = 0;
+  bool segment_start = true;
+  for (size_t i = num_prefix; i < ids.size() - num_suffix; ++i) {
+    const int32_t id = ids[i];
+    if (is_special(id)) {  // written in the text
+      const std::string_view literal = token_text(id);
+      if (text.substr(cursor).starts_with(literal)) {
+        out[i] = {cursor, cursor + literal.size()};
+        cursor += literal.size();
+      } else {
+        out[i] = {cursor, cursor};
+      }
+      segment_start = true;
+      continue;
+    }
+    const std::string bytes = token_bytes(id);
+    std::string_view own(bytes);
+    const bool dummy = segment_start && dummy_prefix && own.starts_with(' ');
+    segment_start = false;
+    if (dummy) own.remove_prefix(1);
+    if (!text.substr(cursor).starts_with(own)) {
+      out[i] = {cursor, cursor};
+      continue;
+    }
+    TextRange r = whole_characters(text, {cursor, cursor + own.size()});
+    if (dummy && cursor < text.size())
+      r.end = std::max(r.end, whole_characters(text, {cursor, cursor + 1}).end);
+    out[i] = r;
+    cursor += own.size();
+  }
+  return out;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {

@@ -47,6 +47,15 @@ class Tokenizer {
   // text is ordinary text (user content inside a rendered chat prompt cannot forge a turn).
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
                               std::span<const TextRange> plain_ranges) const;
+  // HF tokenizers' offsets (in bytes, as its Rust library gives them) of `ids`, which encode(text,
+  // add_special_tokens, ...) returned: each token's bytes located in `text` one after another and
+  // widened to whole UTF-8 characters (byte-level tokens holding parts of one character all span
+  // it, so neighbours may overlap); a dummy-prefix space (SentencePiece's "▁" before the text and
+  // after each special token) spans the character it was put before; the post-processor's tokens
+  // (BOS/EOS) {0, 0}. A token whose bytes are not the text's there (a normalizer rewrote it) gets
+  // an empty range where the previous one ended. Valid UTF-8 text only.
+  std::vector<TextRange> offsets(std::string_view text, std::span<const int32_t> ids,
+                                 bool add_special_tokens) const;
   // Ids outside the vocabulary are skipped.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
 

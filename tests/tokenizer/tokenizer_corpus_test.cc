@@ -1,7 +1,7 @@
 // The three reference tokenizers (SmolLM2, Llama-2-style SentencePiece, Llama-3-style byte-level),
 // each loaded from tokenizer.json and from GGUF metadata, against HF `tokenizers` outputs on the
-// committed corpus (tests/fixtures/tokenizer, made by make_tokenizer_references.py), plus the
-// streaming decoder against full decodes.
+// committed corpus (tests/fixtures/tokenizer, made by make_tokenizer_references.py; byte offsets
+// by make_tokenize_offsets_references.py), plus the streaming decoder against full decodes.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +118,23 @@ TEST_P(CorpusTest, EncodeMatchesHf) {
   }
 }
 
+// TGI's /tokenize offsets: HF's byte offsets of encode(add_special_tokens=true), widened to whole
+// characters where byte-level tokens split one (offsets.json, make_tokenize_offsets_references.py).
+TEST_P(CorpusTest, OffsetsMatchHf) {
+  const Json offsets = load_fixture("offsets.json")[GetParam().name];
+  ASSERT_EQ(offsets.size(), corpus_.size());
+  Tally tally(label(GetParam(), "byte offsets of encode(add_special_tokens=true)"));
+  for (size_t i = 0; i < corpus_.size(); ++i) {
+    const Ids ids = tokenizer_->encode(corpus_[i], true);
+    std::vector<size_t> flat;
+    for (const Tokenizer::TextRange& r : tokenizer_->offsets(corpus_[i], ids, true)) {
+      flat.push_back(r.begin);
+      flat.push_back(r.end);
+    }
+    tally.check(flat, offsets[i].get<std::vector<size_t>>(), corpus_[i]);
+  }
+}
+
 TEST_P(CorpusTest, DecodeMatchesHf) {
   Tally keep(label(GetParam(), "decode(skip_special_tokens=false)"));
   Tally skip(label(GetParam(), "decode(skip_special_tokens=true)"));
@@ -208,6 +225,11 @@ TEST_P(CorpusTest, ArbitraryBytesAndIdsAreSafe) {
     for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < tokenizer_->vocab_size());
     // Invalid UTF-8 is read as U+FFFD, so the ids are those of the repaired text.
     EXPECT_EQ(ids, tokenizer_->encode(utf8_lossy(bytes)));
+    // Offsets of invalid text, or of ids that are not its encoding, stay inside it.
+    for (const Ids& some : {ids, Ids{1, 2, 3}}) {
+      for (const Tokenizer::TextRange& r : tokenizer_->offsets(bytes, some, true))
+        ASSERT_TRUE(r.begin <= r.end && r.end <= bytes.size());
+    }
     Ids random_ids(rng() % 16);
     for (int32_t& id : random_ids)
       id = static_cast<int32_t>(rng() % (tokenizer_->vocab_size() + 10)) - 5;

@@ -194,10 +194,11 @@ void handle_chat_tokenize(ServerState& state, HttpRequest request,
     return respond_json_error(state, *response, *error, nullptr);
   }
   const ChatPrompt& prompt = std::get<ChatPrompt>(prompt_or);
-  response->respond(
-      {200,
-       {{"Content-Type", "application/json"}},
-       chat_tokenize_json(token_offsets(*state.tokenizer, prompt.text, prompt.ids), prompt.text)});
+  response->respond({200,
+                     {{"Content-Type", "application/json"}},
+                     chat_tokenize_json(token_offsets(*state.tokenizer, prompt.text, prompt.ids,
+                                                      /*add_special_tokens=*/false),
+                                        prompt.text)});
 }
 
 void handle_invocations(ServerState& state, HttpRequest request,

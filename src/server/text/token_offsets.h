@@ -1,5 +1,5 @@
-// Token byte offsets for /tokenize and /chat_tokenize: the text each token adds under incremental
-// decoding, located in the tokenized text (special tokens take no bytes of it).
+// Token byte offsets for /tokenize and /chat_tokenize: HF tokenizers' (Tokenizer::offsets), as TGI
+// reports them.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,8 @@ struct TokenizeEntry {
   size_t start = 0;
   size_t stop = 0;
 };
+// `ids` is tokenizer.encode(text, add_special_tokens, ...).
 std::vector<TokenizeEntry> token_offsets(const Tokenizer& tokenizer, std::string_view text,
-                                         const std::vector<int32_t>& ids);
+                                         const std::vector<int32_t>& ids, bool add_special_tokens);
 
 }  // namespace lm
