@@ -195,7 +195,8 @@ void Engine::deliver(const StepOutput& out, std::vector<RequestSpeculation>& fin
   if (stopped.empty()) return;
   for (const std::unique_ptr<Sequence>& seq : scheduler_.remove_if(in(stopped))) {
     executor_->release(seq->id);
-    finished.push_back(seq->speculation);  // ended by its sink: a stop sequence
+    // Ended by its sink (a stop sequence): a finished request too.
+    if (config_.speculate > 0) finished.push_back(seq->speculation);
   }
 }
 

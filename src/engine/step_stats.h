@@ -26,8 +26,8 @@ struct StepStats {
   int64_t num_proposed_tokens = 0;
   std::vector<int64_t> num_accepted;
   std::vector<int64_t> num_proposed;  // per sampling entry too: the proposals it verified
-  // Per request that ended this step (length, EOS or a stop sequence; not cancelled or failed):
-  // its proposals verified and accepted over its life.
+  // Per request that ended this step (length, EOS or a stop sequence; not cancelled or failed)
+  // when the engine speculates: its proposals verified and accepted over its life.
   std::vector<RequestSpeculation> finished_speculation;
   // Key positions the step's tokens attend to (StepShape), for the step cost model.
   int64_t num_attended_tokens = 0;

@@ -9,6 +9,7 @@ show proposals accepted, so the comparison is not vacuous.
 import json
 import os
 import subprocess
+import time
 
 from conftest import LAUNCHER, MODEL, ROOT, gen_body, launch_server, sse_events
 
@@ -38,7 +39,18 @@ def run(server):
     choices = server.post("/v1/chat/completions", CHAT).json()["choices"]
     chat = [(c["message"]["content"], [(t["token"], t["logprob"]) for t in c["logprobs"]["content"]])
             for c in sorted(choices, key=lambda c: c["index"])]  # fmt: skip
-    return answers, streamed, chat, server.metrics()
+    return answers, streamed, chat, settled_metrics(server)
+
+
+def settled_metrics(server):
+    """/metrics once the engine shows no running request: a response leaves during its last step,
+    whose counters and histograms are recorded after it."""
+    deadline = time.monotonic() + 10
+    while True:
+        metrics = server.metrics()
+        if metrics.get("vllm:num_requests_running", 0) == 0 or time.monotonic() > deadline:
+            return metrics
+        time.sleep(0.05)
 
 
 def tokens(answer):

@@ -124,7 +124,7 @@ TEST(EngineSpeculation, GivesTheTokensOfPlainDecoding) {
   }
   EXPECT_EQ(sum.num_proposed, speculative.stats.num_proposed_tokens);
   EXPECT_EQ(sum.num_accepted, speculative.stats.num_accepted_tokens);
-  for (const RequestSpeculation& r : plain.finished) EXPECT_EQ(r.num_proposed, 0);
+  EXPECT_TRUE(plain.finished.empty());  // without speculation, no histogram of zeros
 }
 
 TEST(EngineSpeculation, ASinkThatStopsMidStepGetsNoMoreTokens) {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "../common/sequence_forward.h"
 #include "model/llama_model.h"
 #include "runtime/kv_pool.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

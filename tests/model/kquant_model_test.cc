@@ -10,10 +10,10 @@
 #include <cmath>
 #include <iostream>
 
+#include "../common/sequence_forward.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama_model.h"
 #include "model/weight_dtype.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

@@ -12,8 +12,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "../common/sequence_forward.h"
 #include "model/llama_model.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

@@ -14,9 +14,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "../common/sequence_forward.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama_model.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../common/sequence_forward.h"
 #include "base/fp16.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
@@ -25,7 +26,6 @@
 #include "model/llama_model.h"
 #include "ops/linear.h"
 #include "runtime/model_executor.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

@@ -11,12 +11,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "../common/sequence_forward.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu/matmul.h"
 #include "model/llama_model.h"
 #include "runtime/model_executor.h"
-#include "sequence_forward.h"
 
 namespace lm {
 namespace {

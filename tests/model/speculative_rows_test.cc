@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sequence_forward.h"
+#include "../common/sequence_forward.h"
 
 namespace lm {
 namespace {

@@ -255,18 +255,26 @@ TEST_P(EveryFixture, SpeculationGivesTheTokensOfPlainDecoding) {
   EXPECT_GT(speculative.stats.num_proposed_tokens, 0);
 }
 
+// Every fixture `make fixtures-test` writes but smollm2-f32 (the default model's shape, 135M fp32
+// weights: slow at the scalar level; DefaultModelOnRepeatedText... below covers it quantized).
 INSTANTIATE_TEST_SUITE_P(
     SpeculativeDecoding, EveryFixture,
     testing::Values("gemma", "gemma-gguf/model.gguf", "gemma2", "gemma2_2b",
                     "gemma2_2b-gguf/model.gguf", "gemma3", "gemma3_1b", "gemma3_1b-gguf/model.gguf",
-                    "kquant-gguf/model-lowbit.gguf", "kquant-gguf/model-moe.gguf", "llama3_rope",
-                    "llama_gqa_tied_sharded", "llama_head_dim", "llama_rope_dynamic",
-                    "llama_rope_linear", "mistral", "mixtral", "mixtral-gguf/model.gguf", "phi3",
-                    "phi3-gguf/model.gguf", "phi3_longrope", "phi3_partial_rotary", "qwen2",
-                    "qwen2_moe", "qwen2_moe-gguf/model.gguf", "qwen2_sliding", "qwen2_yarn",
-                    "qwen2_yarn-gguf-q4_0/model.gguf", "qwen2_yarn-gguf-q5_1/model.gguf",
-                    "qwen2_yarn-gguf-q8_0/model.gguf", "qwen3", "qwen3-gguf/model.gguf",
-                    "qwen3_moe", "qwen3_moe-gguf/model.gguf", "qwen3_moe_dense_layers"),
+                    "kquant-gguf/model-f32.gguf", "kquant-gguf/model-kquants.gguf",
+                    "kquant-gguf/model-lowbit.gguf", "kquant-gguf/model-lowbit-f32.gguf",
+                    "kquant-gguf/model-moe.gguf", "kquant-gguf/model-moe-f32.gguf", "llama3_rope",
+                    "llama_gqa_tied_sharded", "llama_head_dim", "llama_mha_untied",
+                    "llama_rope_dynamic", "llama_rope_linear", "mistral", "mixtral",
+                    "mixtral-gguf/model.gguf", "phi3", "phi3-gguf/model.gguf", "phi3_longrope",
+                    "phi3_longrope-gguf/model.gguf", "phi3_partial_rotary",
+                    "phi3_partial_rotary-gguf/model.gguf", "qwen2", "qwen2_moe",
+                    "qwen2_moe-gguf/model.gguf", "qwen2_sliding", "qwen2_yarn",
+                    "qwen2_yarn-gguf/model.gguf", "qwen2_yarn-gguf-q4_0/model.gguf",
+                    "qwen2_yarn-gguf-q4_1/model.gguf", "qwen2_yarn-gguf-q5_0/model.gguf",
+                    "qwen2_yarn-gguf-q5_1/model.gguf", "qwen2_yarn-gguf-q8_0/model.gguf", "qwen3",
+                    "qwen3-gguf/model.gguf", "qwen3_moe", "qwen3_moe-gguf/model.gguf",
+                    "qwen3_moe_dense_layers"),
     [](const testing::TestParamInfo<std::string>& fixture) {
       std::string name = fixture.param;
       for (char& c : name)

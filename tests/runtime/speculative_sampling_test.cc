@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "../model/sequence_forward.h"
+#include "../common/sequence_forward.h"
 #include "collecting_sink.h"
 #include "engine/engine.h"
 #include "runtime/model_executor.h"
@@ -37,39 +37,38 @@ using testing_helpers::CollectingSink;
 
 constexpr int32_t kTopK = 4;
 constexpr float kTemperature = 0.7f;
-constexpr int kDraws = 4000;
+constexpr int kNumDraws = 4000;
+
+// The model's logits for the token after `ids`, and the token ids ranked by them, best first.
+struct NextToken {
+  std::vector<float> logits;
+  std::vector<int32_t> ranked;
+};
+
+NextToken next_token(LlamaModel& model, const std::vector<int32_t>& ids, ThreadPool& pool) {
+  SequenceForward sequence(model, static_cast<int64_t>(ids.size()) + 1);
+  NextToken next{sequence.run(ids, /*all_logits=*/false, pool), {}};
+  next.ranked.resize(next.logits.size());
+  std::iota(next.ranked.begin(), next.ranked.end(), 0);
+  std::sort(next.ranked.begin(), next.ranked.end(),
+            [&](int32_t a, int32_t b) { return next.logits[a] > next.logits[b]; });
+  return next;
+}
 
 // The sampler's distribution over the next token after `ids`: the kTopK best logits at
 // kTemperature, softmax (ties do not occur in a random model's logits).
 std::map<int32_t, double> target_distribution(LlamaModel& model, const std::vector<int32_t>& ids,
                                               ThreadPool& pool) {
-  SequenceForward sequence(model, static_cast<int64_t>(ids.size()) + 1);
-  const std::vector<float> logits = sequence.run(ids, /*all_logits=*/false, pool);
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + kTopK, order.end(),
-                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  const NextToken next = next_token(model, ids, pool);
   std::map<int32_t, double> p;
   double sum = 0.0;
   for (int i = 0; i < kTopK; ++i) {
-    const int32_t id = order[static_cast<size_t>(i)];
-    p[id] = std::exp((logits[id] - logits[order[0]]) / kTemperature);
+    const int32_t id = next.ranked[static_cast<size_t>(i)];
+    p[id] = std::exp((next.logits[id] - next.logits[next.ranked[0]]) / kTemperature);
     sum += p[id];
   }
   for (auto& [id, weight] : p) weight /= sum;
   return p;
-}
-
-// The tokens most likely after `ids`, best first.
-std::vector<int32_t> ranked_after(LlamaModel& model, const std::vector<int32_t>& ids,
-                                  ThreadPool& pool) {
-  SequenceForward sequence(model, static_cast<int64_t>(ids.size()) + 1);
-  const std::vector<float> logits = sequence.run(ids, /*all_logits=*/false, pool);
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  return order;
 }
 
 // A prompt that ends in `last` and holds, before it, "last c a" for each candidate first token c
@@ -85,7 +84,7 @@ SeededPrompt seeded_prompt(LlamaModel& model, ThreadPool& pool) {
   const std::vector<int32_t> tail = {11, 29, 57, 101, 203, 150};
   SeededPrompt prompt{tail, {}};
   for (int round = 0; round < 4; ++round) {
-    const std::vector<int32_t> first = ranked_after(model, prompt.ids, pool);
+    const std::vector<int32_t> first = next_token(model, prompt.ids, pool).ranked;
     std::set<int32_t> used(tail.begin(), tail.end());
     std::vector<int32_t> candidates;
     for (int32_t id : first) {
@@ -96,7 +95,7 @@ SeededPrompt seeded_prompt(LlamaModel& model, ThreadPool& pool) {
     for (int32_t c : candidates) {
       std::vector<int32_t> context = prompt.ids;
       context.push_back(c);
-      for (int32_t a : ranked_after(model, context, pool)) {
+      for (int32_t a : next_token(model, context, pool).ranked) {
         if (used.insert(a).second) {
           proposal_after[c] = a;
           break;
@@ -116,7 +115,7 @@ struct Draws {
   EngineStats stats;
 };
 
-// kDraws requests of 3 tokens with seeds 1..kDraws, 32 at a time.
+// kNumDraws requests of 3 tokens with seeds 1..kNumDraws, 32 at a time.
 Draws draw(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t speculate) {
   ThreadPool pool(2);
   EngineConfig config;
@@ -125,9 +124,9 @@ Draws draw(LlamaModel& model, const std::vector<int32_t>& prompt, int64_t specul
   config.speculate = speculate;
   Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config));
   Draws out;
-  for (int first = 0; first < kDraws; first += 32) {
+  for (int first = 0; first < kNumDraws; first += 32) {
     std::vector<std::shared_ptr<CollectingSink>> sinks;
-    for (int i = first; i < std::min(kDraws, first + 32); ++i) {
+    for (int i = first; i < std::min(kNumDraws, first + 32); ++i) {
       EngineRequest request;
       request.prompt_ids = prompt;
       request.max_new_tokens = 3;
@@ -198,7 +197,7 @@ TEST(SpeculativeSampling, KeepsTheTargetDistributionAndAcceptsWithTheTargetsProb
 
   // Tokens 1, 2 and 3 grouped by the tokens before them, against the target after them.
   std::map<std::vector<int32_t>, std::map<int32_t, int64_t>> counts;
-  int64_t proposed = 0, accepted = 0;
+  int64_t num_proposed = 0, num_accepted = 0;
   for (const std::vector<int32_t>& t : speculative.tokens) {
     ASSERT_EQ(t.size(), 3u);
     ++counts[{}][t[0]];
@@ -207,13 +206,13 @@ TEST(SpeculativeSampling, KeepsTheTargetDistributionAndAcceptsWithTheTargetsProb
     // Token 2 after a first token the prompt has seen is verified against that proposal.
     const auto proposal = prompt.proposal_after.find(t[0]);
     if (proposal == prompt.proposal_after.end()) continue;
-    ++proposed;
-    accepted += t[1] == proposal->second ? 1 : 0;
+    ++num_proposed;
+    num_accepted += t[1] == proposal->second ? 1 : 0;
   }
   // Every such token 2 was a verified proposal (no step ran short of budget; after token 2 one
   // token is left, so nothing more is proposed), and the engine accepted those that drew it.
-  EXPECT_EQ(speculative.stats.num_proposed_tokens, proposed);
-  EXPECT_EQ(speculative.stats.num_accepted_tokens, accepted);
+  EXPECT_EQ(speculative.stats.num_proposed_tokens, num_proposed);
+  EXPECT_EQ(speculative.stats.num_accepted_tokens, num_accepted);
   double statistic = 0.0;
   int dof = 0;
   int groups = 0;
@@ -237,14 +236,14 @@ TEST(SpeculativeSampling, KeepsTheTargetDistributionAndAcceptsWithTheTargetsProb
   const double bound = chi_square_bound(dof);
   std::cout << "[ measured ] chi-square " << statistic << " over " << dof << " degrees of freedom ("
             << groups << " contexts), bound " << bound << " at p = 1e-4; proposals accepted "
-            << accepted << " of " << proposed << ", expected " << expected_accepted << "\n";
+            << num_accepted << " of " << num_proposed << ", expected " << expected_accepted << "\n";
   EXPECT_GE(groups, 4);
   EXPECT_LT(statistic, bound);
-  EXPECT_GT(proposed, kDraws / 4);
+  EXPECT_GT(num_proposed, kNumDraws / 4);
   // Acceptance has the target's probability of the proposal: within 4 standard deviations.
-  EXPECT_GT(accepted, 0);
-  EXPECT_LT(accepted, proposed);
-  EXPECT_LT(std::abs(static_cast<double>(accepted) - expected_accepted),
+  EXPECT_GT(num_accepted, 0);
+  EXPECT_LT(num_accepted, num_proposed);
+  EXPECT_LT(std::abs(static_cast<double>(num_accepted) - expected_accepted),
             4.0 * std::sqrt(accepted_variance));
 }
 
