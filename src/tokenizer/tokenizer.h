@@ -48,12 +48,13 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens,
                               std::span<const TextRange> plain_ranges) const;
   // HF tokenizers' offsets (in bytes, as its Rust library gives them) of `ids`, which encode(text,
-  // add_special_tokens, ...) returned: each token's bytes located in `text` one after another and
+  // add_special_tokens, ...) returned: added tokens written in the text span what encode matched
+  // (stripped whitespace included); other tokens' bytes are located one after another and
   // widened to whole UTF-8 characters (byte-level tokens holding parts of one character all span
-  // it, so neighbours may overlap); a dummy-prefix space (SentencePiece's "▁" before the text and
-  // after each special token) spans the character it was put before; the post-processor's tokens
-  // (BOS/EOS) {0, 0}. A token whose bytes are not the text's there (a normalizer rewrote it) gets
-  // an empty range where the previous one ended. Valid UTF-8 text only.
+  // it, so neighbours may overlap); a dummy-prefix space (SentencePiece's "▁", where the load-time
+  // probes found encode puts one) spans the character it was put before; the post-processor's
+  // tokens (BOS/EOS) {0, 0}. A token whose bytes are not the text's there (a normalizer rewrote
+  // it) gets an empty range where the previous one ended.
   std::vector<TextRange> offsets(std::string_view text, std::span<const int32_t> ids,
                                  bool add_special_tokens) const;
   // Ids outside the vocabulary are skipped.
@@ -81,6 +82,8 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> from_parts(std::unique_ptr<TokenizerParts> parts);
   void encode_plain(std::string_view segment, bool at_origin, bool parse_special,
                     std::vector<int32_t>& ids) const;
+  // Fills parts_->dummy_prefix by encoding a few probes.
+  void probe_dummy_prefix();
 
   std::unique_ptr<TokenizerParts> parts_;
 };

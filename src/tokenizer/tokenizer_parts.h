@@ -34,6 +34,14 @@ struct TokenizerParts {
   std::vector<bool> special;
   std::vector<bool> byte_fallback;  // <0xXX> tokens of a ByteFallback decoder
   std::unordered_map<std::string, int32_t> added_by_content;
+  // Where encoding puts a space the text does not have before a run of plain text (SentencePiece's
+  // dummy "▁": Prepend, Metaspace, ByteLevel's add_prefix_space), as probes at load found it: at
+  // the text's start, after an added token, and even before a run that starts with a space.
+  struct DummyPrefix {
+    bool at_origin = false;
+    bool after_added_token = false;
+    bool before_space = false;
+  } dummy_prefix;
 };
 
 }  // namespace lm
