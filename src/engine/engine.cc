@@ -161,12 +161,16 @@ void Engine::compute(const ScheduledBatch& batch, StepStats& stats) {
     return;
   }
   StepOutput out = scheduler_.update(batch, *samples);
-  stats.num_accepted = out.num_accepted;
-  stats.num_proposed = out.num_proposed;
-  stats.finished_speculation = out.finished_speculation;
+  stats.num_accepted = std::move(out.num_accepted);
+  stats.num_proposed = std::move(out.num_proposed);
   stats.update_seconds = timer.lap();
-  deliver(out, stats.finished_speculation);
+  std::vector<RequestSpeculation> stopped = deliver(out);
   stats.deliver_seconds = timer.lap();
+  if (config_.speculate > 0) {  // finished requests, by length or EOS and by their sinks
+    stats.finished_speculation = std::move(out.finished_speculation);
+    stats.finished_speculation.insert(stats.finished_speculation.end(), stopped.begin(),
+                                      stopped.end());
+  }
 }
 
 void Engine::fail_batch(const ScheduledBatch& batch, const std::string& message) {
@@ -183,7 +187,7 @@ void Engine::drop_cancelled() {
   }
 }
 
-void Engine::deliver(const StepOutput& out, std::vector<RequestSpeculation>& finished) {
+std::vector<RequestSpeculation> Engine::deliver(const StepOutput& out) {
   std::vector<int64_t> stopped;
   for (const TokenOutput& token : out.tokens) {
     // A sequence may get several tokens a step (speculation): none after its sink stopped it.
@@ -192,12 +196,13 @@ void Engine::deliver(const StepOutput& out, std::vector<RequestSpeculation>& fin
     if (!keep_going && !token.event.finish_reason) stopped.push_back(token.seq_id);
   }
   for (int64_t seq_id : out.finished_seq_ids) executor_->release(seq_id);
-  if (stopped.empty()) return;
+  std::vector<RequestSpeculation> speculation;
+  if (stopped.empty()) return speculation;
   for (const std::unique_ptr<Sequence>& seq : scheduler_.remove_if(in(stopped))) {
     executor_->release(seq->id);
-    // Ended by its sink (a stop sequence): a finished request too.
-    if (config_.speculate > 0) finished.push_back(seq->speculation);
+    speculation.push_back(seq->speculation);
   }
+  return speculation;
 }
 
 void Engine::fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message) {

@@ -82,9 +82,9 @@ class Engine {
   // Executes the batch, applies and delivers its results (or fails it), timing each part.
   void compute(const ScheduledBatch& batch, StepStats& stats);
   void drop_cancelled();
-  // Hands out's tokens to their sinks; the speculation of sequences a sink stopped joins
-  // `finished`.
-  void deliver(const StepOutput& out, std::vector<RequestSpeculation>& finished);
+  // Hands out's tokens to their sinks; returns the speculation of the sequences a sink stopped
+  // (a stop sequence), which it removed.
+  std::vector<RequestSpeculation> deliver(const StepOutput& out);
   void fail_batch(const ScheduledBatch& batch, const std::string& message);
   void fail(std::vector<std::unique_ptr<Sequence>> sequences, const std::string& message);
   void publish_stats(int64_t num_batch_tokens);

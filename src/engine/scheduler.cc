@@ -478,8 +478,7 @@ int64_t Scheduler::append_tokens(const ScheduledSequence& entry, Sequence& seq,
   num_accepted_tokens_ += num_appended - 1;
   seq.speculation.num_proposed += size_of(proposed);
   seq.speculation.num_accepted += num_appended - 1;
-  if (seq.finish_reason && config_.speculate > 0)
-    out.finished_speculation.push_back(seq.speculation);
+  if (seq.finish_reason) out.finished_speculation.push_back(seq.speculation);
   // Every appended token but the last was a proposal whose K/V this step computed (all of them
   // when it finished on a proposal).
   return std::min(static_cast<int64_t>(num_matched), num_appended);

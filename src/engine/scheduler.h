@@ -43,8 +43,7 @@ struct StepOutput {
   std::vector<int64_t> num_accepted;
   std::vector<int64_t> num_proposed;  // per sampling entry too: the proposals it verified
   int64_t num_proposed_tokens = 0;    // proposals the batch verified
-  // Per sequence that finished this step (length or EOS), its speculation over its life (only
-  // where the config speculates).
+  // Per sequence that finished this step (length or EOS), its speculation over its life.
   std::vector<RequestSpeculation> finished_speculation;
 };
 

@@ -185,27 +185,32 @@ std::vector<Tokenizer::TextRange> Tokenizer::offsets(std::string_view text,
   const size_t num_suffix = add_special_tokens ? parts_->suffix_ids.size() : 0;
   std::vector<TextRange> out(ids.size());
   if (ids.size() < num_prefix + num_suffix) return out;
-  // The added tokens encode matched in the text, with the whitespace they strip.
-  std::vector<TextSegment> segments;
-  parts_->raw_matcher->split(text, segments);
-  size_t next_segment = 0;
+  // The added tokens encode matched in the text (with the whitespace they strip), in order.
+  std::vector<TextRange> added;
+  std::vector<int32_t> added_ids;
+  {
+    std::vector<TextSegment> segments;
+    parts_->raw_matcher->split(text, segments);
+    for (const TextSegment& seg : segments) {
+      if (seg.id < 0) continue;
+      const auto begin = static_cast<size_t>(seg.text.data() - text.data());
+      added.push_back({begin, begin + seg.text.size()});
+      added_ids.push_back(seg.id);
+    }
+  }
+  size_t next_added = 0;
   const TokenizerParts::DummyPrefix& dummy_prefix = parts_->dummy_prefix;
   auto fits = [&](size_t at, std::string_view bytes) { return text.substr(at).starts_with(bytes); };
   size_t cursor = 0;
   bool at_origin = true, after_added = false;
   for (size_t i = num_prefix; i < ids.size() - num_suffix; ++i) {
     const int32_t id = ids[i];
-    size_t s = next_segment;
-    while (s < segments.size() &&
-           (segments[s].id != id ||
-            static_cast<size_t>(segments[s].text.data() - text.data()) < cursor)) {
-      ++s;
-    }
-    if (s < segments.size()) {  // an added token written in the text
-      const auto begin = static_cast<size_t>(segments[s].text.data() - text.data());
-      out[i] = {begin, begin + segments[s].text.size()};
+    // The nearest added token not behind the cursor (ones behind it were text: a chat's user
+    // content, where special tokens are not recognized).
+    while (next_added < added.size() && added[next_added].begin < cursor) ++next_added;
+    if (next_added < added.size() && added_ids[next_added] == id) {
+      out[i] = added[next_added++];
       cursor = out[i].end;
-      next_segment = s + 1;
       at_origin = false;
       after_added = true;
       continue;
