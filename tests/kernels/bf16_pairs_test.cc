@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -134,6 +135,27 @@ TEST(Bf16Pairs, ActivationPairsAreTheValuesRoundedToBf16) {
   EXPECT_EQ(pairs[1], 0x3f80u | 0x3f82u << 16);
   EXPECT_EQ(pairs[2] & 0xffffu, fp32_to_bf16(3.0e38f));
   EXPECT_EQ(pairs[2] >> 16, fp32_to_bf16(-1e-40f));
+}
+
+// Every level's conversion of activation rows gives the reference's bits: ties to even, NaNs
+// made quiet, infinities, the largest fp32 subnormal rounding up to bf16's smallest normal, and
+// lengths that leave a partial vector.
+TEST(Bf16Pairs, EveryLevelsActivationPairsAreTheReferences) {
+  std::vector<float> x = random_floats(262, 41);
+  const uint32_t specials[] = {0x7fc00001u, 0xff800001u, 0x7f800000u, 0xff800000u, 0x007fffffu,
+                               0x80000001u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x00000000u};
+  for (size_t i = 0; i < std::size(specials); ++i) x[7 * i] = std::bit_cast<float>(specials[i]);
+  for (int64_t k : {2, 14, 16, 30, 32, 262}) {
+    std::vector<uint32_t> want(static_cast<size_t>(k / 2));
+    bf16_pairs_of(x.data(), k, want.data());
+    for (Isa isa : supported_isas()) {
+      std::vector<uint32_t> got(want.size() + 1, 0xdeadbeefu);
+      isa_kernels(isa).bf16_pairs_of(x.data(), k, got.data());
+      for (int64_t q = 0; q < k / 2; ++q)
+        ASSERT_EQ(got[q], want[q]) << isa_name(isa) << " k " << k << " pair " << q;
+      EXPECT_EQ(got.back(), 0xdeadbeefu) << isa_name(isa) << " wrote past k " << k;
+    }
+  }
 }
 
 // The reference computes what vdpbf16ps computes, bit for bit, on normal values and on values

@@ -197,6 +197,8 @@ struct IsaKernels {
   void (*bf16_pair_gemm)(const uint32_t* x, int64_t ldx, int64_t m, const void* panels,
                          int64_t num_panels, int64_t k, int64_t q0, int64_t q1, float* y,
                          int64_t ldy, bool accumulate) = nullptr;
+  // bf16_pairs_of: the activation rows bf16_pair_gemm reads (bf16_pairs.h), the same bits.
+  void (*bf16_pairs_of)(const float* x, int64_t k, uint32_t* dst) = nullptr;
 };
 
 // LM_CHECKs that the ISA is supported.

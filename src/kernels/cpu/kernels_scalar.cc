@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/fp16.h"
 #include "kernels/cpu/attention_rows.h"
+#include "kernels/cpu/bf16_pairs.h"
 #include "kernels/cpu/bnb4_blocks.h"
 #include "kernels/cpu/int8_dot.h"
 #include "kernels/cpu/isa.h"
@@ -338,7 +339,8 @@ const IsaKernels& scalar_kernels() {
                                        .panel16_gemm = panel16_gemm_scalar,
                                        .panel16_direct_gemm = panel16_dot_scalar,
                                        .fp8_panel_dot = fp8_panel_dot_scalar,
-                                       .fp8_panel_unpack = fp8_panel_unpack_scalar};
+                                       .fp8_panel_unpack = fp8_panel_unpack_scalar,
+                                       .bf16_pairs_of = bf16_pairs_of};
   return kKernels;
 }
 

@@ -460,10 +460,10 @@ void matmul_bf16_pairs(const void* w, const float* x, float* y, int64_t m, int64
   storage.resize(static_cast<size_t>(m * ldx));
   uint32_t* const xb = storage.data();
   if (m < kDecodeMaxRows) {
-    for (int64_t i = 0; i < m; ++i) bf16_pairs_of(x + i * k, k, xb + i * ldx);
+    for (int64_t i = 0; i < m; ++i) kernels.bf16_pairs_of(x + i * k, k, xb + i * ldx);
   } else {
     pool.parallel_for(m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) bf16_pairs_of(x + i * k, k, xb + i * ldx);
+      for (int64_t i = i0; i < i1; ++i) kernels.bf16_pairs_of(x + i * k, k, xb + i * ldx);
     });
   }
   const auto* w_bytes = static_cast<const uint8_t*>(w);
