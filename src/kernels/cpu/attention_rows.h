@@ -56,6 +56,55 @@ static typename V::Reg softcapped(typename V::Reg s, float cap) {
   return V::mul(V::select(V::less(y, V::zero()), V::sub(V::zero(), t), t), V::set1(cap));
 }
 
+// The dot products of a tile's positions with every row of the G groups (q_t: [G][head_dim][L]),
+// each one FMA chain over d from zero, to raw[(j * G + g) * L]: four positions at a time (four
+// independent chains per group). Not inlined into attend: there GCC kept the softmax's state and
+// hoisted exp constants in registers through this loop and spilled the broadcasts or the
+// accumulators of its hottest loop to the stack (SmolLM2 BF16 512-token prefill at avx512-bf16:
+// attention 20% of cycles).
+template <typename V, int G>
+__attribute__((noinline)) static void raw_scores(const float* q_t, int64_t head_dim, const float* k,
+                                                 const int64_t* offsets, int64_t tile, float* raw) {
+  using Reg = typename V::Reg;
+  constexpr int L = V::kLanes;
+  int64_t j = 0;
+  for (; j + 4 <= tile; j += 4) {
+    const float* k0 = k + offsets[j];
+    const float* k1 = k + offsets[j + 1];
+    const float* k2 = k + offsets[j + 2];
+    const float* k3 = k + offsets[j + 3];
+    Reg s0[G], s1[G], s2[G], s3[G];
+    for (int g = 0; g < G; ++g) s0[g] = s1[g] = s2[g] = s3[g] = V::zero();
+    for (int64_t d = 0; d < head_dim; ++d) {
+      const Reg b0 = V::set1(k0[d]), b1 = V::set1(k1[d]), b2 = V::set1(k2[d]), b3 = V::set1(k3[d]);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const Reg qd = V::load(q_t + (g * head_dim + d) * L);
+        s0[g] = V::fmadd(qd, b0, s0[g]);
+        s1[g] = V::fmadd(qd, b1, s1[g]);
+        s2[g] = V::fmadd(qd, b2, s2[g]);
+        s3[g] = V::fmadd(qd, b3, s3[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      V::store(raw + (j * G + g) * L, s0[g]);
+      V::store(raw + ((j + 1) * G + g) * L, s1[g]);
+      V::store(raw + ((j + 2) * G + g) * L, s2[g]);
+      V::store(raw + ((j + 3) * G + g) * L, s3[g]);
+    }
+  }
+  for (; j < tile; ++j) {
+    const float* kj = k + offsets[j];
+    Reg s[G];
+    for (int g = 0; g < G; ++g) s[g] = V::zero();
+    for (int64_t d = 0; d < head_dim; ++d) {
+      const Reg b = V::set1(kj[d]);
+      for (int g = 0; g < G; ++g) s[g] = V::fmadd(V::load(q_t + (g * head_dim + d) * L), b, s[g]);
+    }
+    for (int g = 0; g < G; ++g) V::store(raw + (j * G + g) * L, s[g]);
+  }
+}
+
 // num_rows <= kGroups * V::kLanes rows; row r attends to positions [0, num_positions[r]) at
 // k + offsets[p] and v + offsets[p]. scratch: scratch_floats(head_dim) floats. out_rows may alias
 // q_rows. kSoftcap: scores (after scale) become softcap * tanh(score / softcap) before the
@@ -94,7 +143,7 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
 
   for (int64_t p0 = 0; p0 < max_positions; p0 += kAttentionPositionTile) {
     const int64_t tile = std::min(kAttentionPositionTile, max_positions - p0);
-    // Scores, four positions at a time (four independent FMA chains over d per group).
+    // Scores (raw_scores), then scaled, masked and their maxima taken.
     Reg tile_max[G];
     for (int g = 0; g < G; ++g) tile_max[g] = minus_inf;
     const auto finish_score = [&](Reg s, int64_t j, int g) {
@@ -107,42 +156,9 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
       V::store(weights + (j * G + g) * L, s);
       tile_max[g] = V::max(tile_max[g], s);
     };
-    int64_t j = 0;
-    for (; j + 4 <= tile; j += 4) {
-      const float* k0 = k + offsets[p0 + j];
-      const float* k1 = k + offsets[p0 + j + 1];
-      const float* k2 = k + offsets[p0 + j + 2];
-      const float* k3 = k + offsets[p0 + j + 3];
-      Reg s0[G], s1[G], s2[G], s3[G];
-      for (int g = 0; g < G; ++g) s0[g] = s1[g] = s2[g] = s3[g] = V::zero();
-      for (int64_t d = 0; d < head_dim; ++d) {
-        const Reg b0 = V::set1(k0[d]), b1 = V::set1(k1[d]), b2 = V::set1(k2[d]),
-                  b3 = V::set1(k3[d]);
-#pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) {
-          const Reg qd = V::load(q_t + (g * head_dim + d) * L);
-          s0[g] = V::fmadd(qd, b0, s0[g]);
-          s1[g] = V::fmadd(qd, b1, s1[g]);
-          s2[g] = V::fmadd(qd, b2, s2[g]);
-          s3[g] = V::fmadd(qd, b3, s3[g]);
-        }
-      }
-      for (int g = 0; g < G; ++g) {
-        finish_score(s0[g], j, g);
-        finish_score(s1[g], j + 1, g);
-        finish_score(s2[g], j + 2, g);
-        finish_score(s3[g], j + 3, g);
-      }
-    }
-    for (; j < tile; ++j) {
-      const float* kj = k + offsets[p0 + j];
-      Reg s[G];
-      for (int g = 0; g < G; ++g) s[g] = V::zero();
-      for (int64_t d = 0; d < head_dim; ++d) {
-        const Reg b = V::set1(kj[d]);
-        for (int g = 0; g < G; ++g) s[g] = V::fmadd(V::load(q_t + (g * head_dim + d) * L), b, s[g]);
-      }
-      for (int g = 0; g < G; ++g) finish_score(s[g], j, g);
+    raw_scores<V, G>(q_t, head_dim, k, offsets + p0, tile, weights);
+    for (int64_t j = 0; j < tile; ++j) {
+      for (int g = 0; g < G; ++g) finish_score(V::load(weights + (j * G + g) * L), j, g);
     }
     // Rescale what came before when a row's max grew (exp(-inf) on a row's first tile: its sums
     // are still zero); rows whose max did not grow multiply by exactly 1.
@@ -155,7 +171,7 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
       for (int64_t d = 0; d < head_dim; ++d)
         V::store(acc_g + d * L, V::mul(V::load(acc_g + d * L), correction));
       denominator[g] = V::mul(denominator[g], correction);
-      for (j = 0; j < tile; ++j) {
+      for (int64_t j = 0; j < tile; ++j) {
         const auto valid = V::less(V::set1(static_cast<float>(p0 + j)), limit[g]);
         float* w_slot = weights + (j * G + g) * L;
         const Reg w = V::select(
@@ -174,7 +190,7 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
 #pragma GCC unroll 8
         for (int t = 0; t < kDims; ++t) a[g][t] = V::load(acc_t + (g * head_dim + d0 + t) * L);
       }
-      for (j = 0; j < tile; ++j) {
+      for (int64_t j = 0; j < tile; ++j) {
         Reg w[G];
         for (int g = 0; g < G; ++g) w[g] = V::load(weights + (j * G + g) * L);
         const float* vj = v + offsets[p0 + j] + d0;
@@ -192,7 +208,7 @@ static void attend(const float* const* q_rows, float* const* out_rows, const int
     for (; d0 < head_dim; ++d0) {
       for (int g = 0; g < G; ++g) {
         Reg a = V::load(acc_t + (g * head_dim + d0) * L);
-        for (j = 0; j < tile; ++j)
+        for (int64_t j = 0; j < tile; ++j)
           a = V::fmadd(V::load(weights + (j * G + g) * L), V::set1(v[offsets[p0 + j] + d0]), a);
         V::store(acc_t + (g * head_dim + d0) * L, a);
       }
