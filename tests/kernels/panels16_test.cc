@@ -150,14 +150,14 @@ TEST(Panels16, DotMatchesReferenceBitsAtEveryIsa) {
 }
 
 // The prefill tiles give the decode kernel's bits, at every ISA, for row counts around each
-// register tile (6, 12 and 14 rows, 4, 1) and panel counts around the two-panel tile: on 1-3
+// register tile (6, 12 and 14 rows, 4, 2, 1) and panel counts around the two-panel tile: on 1-3
 // panels unpacked a k range at a time and run by the fp32 GEMM over depth blocks (accumulating in
 // y), and straight from the 16-bit values (panel16_direct_gemm).
 TEST(Panels16, PrefillTilesGiveTheDotsBits) {
   for (RowFormat format : kFormats) {
     for (int64_t num_panels : {1, 2, 3}) {
       for (int64_t k : {1, 30, 300}) {
-        for (int64_t m : {1, 3, 4, 5, 6, 7, 12, 13, 14, 15, 29}) {
+        for (int64_t m : {1, 3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 29}) {
           SCOPED_TRACE(std::string(row_format_info(format).name) +
                        " panels=" + std::to_string(num_panels) + " k=" + std::to_string(k) +
                        " m=" + std::to_string(m));
