@@ -32,7 +32,8 @@ TEST(Isa, DetectedIsSupportedAndScalarAlwaysIs) {
 }
 
 // Each vector table starts as a copy of the one below it (isa.cc), so an op its ISA forgot to
-// register would quietly run the reference: every entry of the scalar table must be replaced.
+// register would quietly run the reference: every entry of the scalar table must be replaced,
+// but those only a higher level's kernels need (bf16_pairs_of, for avx512-bf16's pair GEMM).
 TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
   const IsaKernels& reference = isa_kernels(Isa::kScalar);
   for (Isa isa : supported_isas()) {
@@ -63,6 +64,7 @@ TEST(IsaKernels, VectorTablesReplaceEveryReferenceEntry) {
     EXPECT_NE(kernels.attend_values, nullptr);
     // The panel GEMM comes with 16-lane registers (kPanelWidth).
     EXPECT_EQ(kernels.gemm_panel != nullptr, isa >= Isa::kAvx512);
+    EXPECT_EQ(kernels.bf16_pairs_of != reference.bf16_pairs_of, isa >= Isa::kAvx512Bf16);
   }
 }
 

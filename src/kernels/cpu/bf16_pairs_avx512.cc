@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "base/check.h"
 #include "kernels/cpu/bf16_pairs.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/panels16.h"
@@ -117,6 +118,7 @@ void bf16_pair_gemm_avx512(const uint32_t* x, int64_t ldx, int64_t m, const void
 // the largest of them up to bf16's smallest normal. The scalar loop it replaces took ~7% of
 // SmolLM2 BF16's 512-token prefill, converting each product's rows (q, k and v each).
 void bf16_pairs_of_avx512(const float* x, int64_t k, uint32_t* dst) {
+  LM_CHECK(k % 2 == 0);
   auto* out = reinterpret_cast<uint16_t*>(dst);
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   const __m512i infinity = _mm512_set1_epi32(0x7f800000);

@@ -222,10 +222,11 @@ void gemm_rows(const float* x, int64_t ldx, int64_t m, const typename Panels::Va
 }
 
 // Whether a prefill tile's first row block, straight from 16-bit panels, prefetches the next
-// panels (one line a step) while the later row blocks find the current ones in cache: with 8
-// lanes the first block otherwise waits on DRAM (7B-shaped F16, 2 threads, avx2, GFLOP/s without
-// vs with: 64 rows 191-195 vs 215-220, 16 rows 132-140 vs 189-203, 128 rows 199-203 vs 200-213);
-// the 16-lane tile (two panels, 14 rows) kept its pace without (64 rows 198-208 vs 195-202).
+// panels (one prefetch a step of 32 bytes, so each line twice) while the later row blocks find the
+// current ones in cache: with 8 lanes the first block otherwise waits on DRAM (7B-shaped F16, 2
+// threads, avx2, GFLOP/s without vs with: 64 rows 191-195 vs 215-220, 16 rows 132-140 vs 189-203,
+// 128 rows 199-203 vs 200-213); the 16-lane tile (two panels, 14 rows) kept its pace without (64
+// rows 198-208 vs 195-202).
 template <typename V, typename Panels>
 inline constexpr bool kPrefetchNextPanels =
     V::kLanes == 8 && std::is_same_v<typename Panels::Value, uint16_t>;
