@@ -186,18 +186,13 @@ std::vector<Tokenizer::TextRange> Tokenizer::offsets(std::string_view text,
   std::vector<TextRange> out(ids.size());
   if (ids.size() < num_prefix + num_suffix) return out;
   // The added tokens encode matched in the text (with the whitespace they strip), in order.
-  std::vector<TextRange> added;
-  std::vector<int32_t> added_ids;
-  {
-    std::vector<TextSegment> segments;
-    parts_->raw_matcher->split(text, segments);
-    for (const TextSegment& seg : segments) {
-      if (seg.id < 0) continue;
-      const auto begin = static_cast<size_t>(seg.text.data() - text.data());
-      added.push_back({begin, begin + seg.text.size()});
-      added_ids.push_back(seg.id);
-    }
-  }
+  std::vector<TextSegment> added;
+  parts_->raw_matcher->split(text, added);
+  std::erase_if(added, [](const TextSegment& seg) { return seg.id < 0; });
+  auto range_of = [&](const TextSegment& seg) {
+    const auto begin = static_cast<size_t>(seg.text.data() - text.data());
+    return TextRange{begin, begin + seg.text.size()};
+  };
   size_t next_added = 0;
   const TokenizerParts::DummyPrefix& dummy_prefix = parts_->dummy_prefix;
   auto fits = [&](size_t at, std::string_view bytes) { return text.substr(at).starts_with(bytes); };
@@ -207,9 +202,9 @@ std::vector<Tokenizer::TextRange> Tokenizer::offsets(std::string_view text,
     const int32_t id = ids[i];
     // The nearest added token not behind the cursor (ones behind it were text: a chat's user
     // content, where special tokens are not recognized).
-    while (next_added < added.size() && added[next_added].begin < cursor) ++next_added;
-    if (next_added < added.size() && added_ids[next_added] == id) {
-      out[i] = added[next_added++];
+    while (next_added < added.size() && range_of(added[next_added]).begin < cursor) ++next_added;
+    if (next_added < added.size() && added[next_added].id == id) {
+      out[i] = range_of(added[next_added++]);
       cursor = out[i].end;
       at_origin = false;
       after_added = true;

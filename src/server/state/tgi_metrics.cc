@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace lm {
 namespace {
@@ -142,7 +143,9 @@ void record_step(Metrics& m, const StepStats& s) {
     if (n > 0) m.observe("tgi_request_skipped_tokens", static_cast<double>(n));
   }
   // vLLM's counters: a draft is a sampling entry's proposals of one step; position i counts the
-  // drafts whose first i + 1 proposals were accepted.
+  // drafts whose first i + 1 proposals were accepted (summed over the step's drafts first, so a
+  // label is made once per position a step, not once per accepted token).
+  std::vector<int64_t> accepted_at;
   for (size_t i = 0; i < s.num_proposed.size() && i < s.num_accepted.size(); ++i) {
     if (s.num_proposed[i] == 0) continue;
     m.increment("vllm:spec_decode_num_drafts_total");
@@ -150,10 +153,13 @@ void record_step(Metrics& m, const StepStats& s) {
                 static_cast<double>(s.num_proposed[i]));
     m.increment("vllm:spec_decode_num_accepted_tokens_total", "",
                 static_cast<double>(s.num_accepted[i]));
-    for (int64_t p = 0; p < std::min(s.num_accepted[i], s.num_proposed[i]); ++p) {
-      m.increment("vllm:spec_decode_num_accepted_tokens_per_pos_total",
-                  "position=\"" + std::to_string(p) + "\"");
-    }
+    const auto accepted = static_cast<size_t>(std::min(s.num_accepted[i], s.num_proposed[i]));
+    if (accepted_at.size() < accepted) accepted_at.resize(accepted);
+    for (size_t p = 0; p < accepted; ++p) ++accepted_at[p];
+  }
+  for (size_t p = 0; p < accepted_at.size(); ++p) {
+    m.increment("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                "position=\"" + std::to_string(p) + "\"", static_cast<double>(accepted_at[p]));
   }
   for (const RequestSpeculation& r : s.finished_speculation) {
     m.observe("lm_request_speculative_proposed_tokens", static_cast<double>(r.num_proposed));
