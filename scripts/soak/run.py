@@ -294,7 +294,11 @@ def metrics(port: int) -> dict:
 
 def gauges(port: int) -> dict:
     m = metrics(port)
-    return {g: m.get(g) for g in GAUGES} | {"tgi_kv_cache_blocks_total":
+    # vllm: gauges carry a model_name label: a gauge is its one series, whatever its labels.
+    def gauge(name: str):
+        return next((v for k, v in m.items() if k == name or k.startswith(name + "{")), None)
+
+    return {g: gauge(g) for g in GAUGES} | {"tgi_kv_cache_blocks_total":
                                             m.get("tgi_kv_cache_blocks_total")}
 
 

@@ -378,6 +378,7 @@ int run_server(const LauncherArgs& args) {
   ServerState state;
   state.span_exporter = span_exporter.get();
   register_tgi_metrics(state.metrics, settings->max_input_tokens, settings->max_total_tokens);
+  label_vllm_metrics(state.metrics, args.model_id);
   Engine engine(
       engine_config, std::move(executor),
       [&metrics = state.metrics](const StepStats& step) { record_step(metrics, step); },

@@ -202,6 +202,13 @@ def parse_metrics(text: str) -> dict:
     return out
 
 
+def vllm_series(name: str, labels: str = "") -> str:
+    """A vllm: series' key in parse_metrics: vLLM's model_name label (the served model id, MODEL
+    here) before the series' own labels."""
+    model = 'model_name="' + MODEL.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"{name}{{{model}{',' + labels if labels else ''}}}"
+
+
 def sse_events(raw: bytes):
     """Split an SSE body into the JSON payloads of its `data:` events (asserting TGI framing)."""
     assert raw.endswith(b"\n\n"), raw[-80:]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import gen_body, parse_metrics
+from conftest import gen_body, parse_metrics, vllm_series
 
 # Spec §3.2, every name TGI's router exports. Two never show up after a healthy load:
 # tgi_batch_inference_failure is recorded only when a forward fails (in TGI too), and
@@ -100,8 +100,10 @@ def test_every_tgi_metric_is_served_and_moves_under_a_mixed_load(server):
         assert served.get(name) == kind, (name, served.get(name))
     for name in GATEWAY_GAUGES:
         assert served.get(name) == "gauge", name
-        assert name in after, name
-    assert after["vllm:num_requests_running"] == 0 and after["vllm:num_requests_waiting"] == 0
+        # With vLLM's model_name label (its dashboards select on it): the served model id.
+        assert vllm_series(name) in after, (name, [k for k in after if k.startswith("vllm:")])
+    assert after[vllm_series("vllm:num_requests_running")] == 0
+    assert after[vllm_series("vllm:num_requests_waiting")] == 0
 
     # Request family: 2 /generate + 1 stream + the chat (counted twice, once by its route and
     # once by its generation, as TGI does) + the refused one.

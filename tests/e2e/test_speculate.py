@@ -11,7 +11,7 @@ import os
 import subprocess
 import time
 
-from conftest import LAUNCHER, MODEL, ROOT, gen_body, launch_server, sse_events
+from conftest import LAUNCHER, MODEL, ROOT, gen_body, launch_server, sse_events, vllm_series
 
 # A "rewrite this text" prompt: the answer repeats the text, so n-gram proposals get accepted.
 TEXT = ("The quick brown fox jumps over the lazy dog. The dog sleeps in the sun all day long, "
@@ -48,7 +48,7 @@ def settled_metrics(server):
     deadline = time.monotonic() + 10
     while True:
         metrics = server.metrics()
-        if metrics.get("vllm:num_requests_running", 0) == 0 or time.monotonic() > deadline:
+        if metrics.get(vllm_series("vllm:num_requests_running"), 0) == 0 or time.monotonic() > deadline:
             return metrics
         time.sleep(0.05)
 
@@ -84,10 +84,11 @@ def test_speculation_gives_the_outputs_of_plain_decoding():
     # the per-request histograms hold every request's totals.
     accepted = metrics["tgi_speculative_accepted_tokens"]
     proposed = metrics["tgi_speculative_proposed_tokens"]
-    assert metrics["vllm:spec_decode_num_accepted_tokens_total"] == accepted
-    assert metrics["vllm:spec_decode_num_draft_tokens_total"] == proposed
-    assert 0 < metrics["vllm:spec_decode_num_drafts_total"] <= proposed
-    assert metrics['vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'] > 0
+    assert metrics[vllm_series("vllm:spec_decode_num_accepted_tokens_total")] == accepted
+    assert metrics[vllm_series("vllm:spec_decode_num_draft_tokens_total")] == proposed
+    assert 0 < metrics[vllm_series("vllm:spec_decode_num_drafts_total")] <= proposed
+    per_position = vllm_series("vllm:spec_decode_num_accepted_tokens_per_pos_total", 'position="0"')
+    assert metrics[per_position] > 0
     assert abs(metrics["lm_speculative_acceptance_rate"] - accepted / proposed) < 1e-6
     assert metrics["lm_request_speculative_accepted_tokens_sum"] == accepted
     assert metrics["lm_request_speculative_proposed_tokens_sum"] == proposed

@@ -77,5 +77,29 @@ TEST(Metrics, GaugesSetAndAdd) {
   EXPECT_NE(m.render().find("# TYPE tgi_queue_size gauge\ntgi_queue_size 2\n"), std::string::npos);
 }
 
+TEST(Metrics, PrefixLabelsComeFirstOnTheirFamiliesOnly) {
+  Metrics m;
+  m.set_prefix_labels("vllm:", Metrics::label_pair("model_name", "org/m\"1\\\n"));
+  m.set_gauge("vllm:num_requests_running", 2);
+  m.increment("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"0\"", 3);
+  m.set_buckets("vllm:e2e_request_latency_seconds", {1.0});
+  m.observe("vllm:e2e_request_latency_seconds", 0.5);
+  m.set_gauge("tgi_queue_size", 1);
+  const std::string text = m.render();
+  const std::string model = "model_name=\"org/m\\\"1\\\\\\n\"";
+  EXPECT_NE(text.find("vllm:num_requests_running{" + model + "} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("vllm:spec_decode_num_accepted_tokens_per_pos_total{" + model +
+                      ",position=\"0\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_bucket{" + model + ",le=\"1\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\ntgi_queue_size 1\n"), std::string::npos) << text;
+  // Lookups keep the series' own labels.
+  EXPECT_EQ(m.value("vllm:num_requests_running"), 2);
+  EXPECT_EQ(m.value("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"0\""), 3);
+}
+
 }  // namespace
 }  // namespace lm

@@ -178,6 +178,25 @@ TEST_F(TgiMetrics, SpeculationCountersComeFromTheEngineStats) {
   EXPECT_TRUE(has_line(m.render(), "# TYPE tgi_speculative_accepted_tokens counter"));
 }
 
+// vLLM's families carry its model_name label (the served model id); TGI's and ours do not.
+TEST_F(TgiMetrics, VllmFamiliesCarryTheModelName) {
+  label_vllm_metrics(m, "HuggingFaceTB/SmolLM2-135M-Instruct");
+  EngineStats stats;
+  stats.num_running = 2;
+  publish_engine_stats(m, stats);
+  StepStats s = chunk_step();
+  s.num_accepted = {1};
+  s.num_proposed = {2};
+  record_step(m, s);
+  const std::string text = m.render();
+  const std::string model = "model_name=\"HuggingFaceTB/SmolLM2-135M-Instruct\"";
+  EXPECT_TRUE(has_line(text, "vllm:num_requests_running{" + model + "} 2")) << text;
+  EXPECT_TRUE(has_line(
+      text, "vllm:spec_decode_num_accepted_tokens_per_pos_total{" + model + ",position=\"0\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "tgi_batch_current_size 2")) << text;
+}
+
 // vLLM's counters over two steps: a draft per sampling entry that proposed, its tokens, those
 // accepted, and per position the drafts accepted that far; entries without proposals count
 // nothing. Finished requests' totals go to the per-request histograms.

@@ -109,6 +109,33 @@ double Metrics::value(const std::string& name, const std::string& label) const {
   return 0;
 }
 
+void Metrics::set_prefix_labels(const std::string& prefix, const std::string& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prefix_labels_.emplace_back(prefix, labels);
+}
+
+std::string Metrics::label_pair(const std::string& key, const std::string& value) {
+  std::string out = key + "=\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Metrics::labels_of(const std::string& name, const std::string& label) const {
+  for (const auto& [prefix, labels] : prefix_labels_) {
+    if (name.starts_with(prefix)) return label.empty() ? labels : labels + "," + label;
+  }
+  return label;
+}
+
 std::string Metrics::render() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -119,17 +146,19 @@ std::string Metrics::render() const {
   };
   for (const auto& [name, by_label] : counters_) {
     header(name, "counter");
-    for (const auto& [label, v] : by_label) out += series(name, label) + " " + number(v) + "\n";
+    for (const auto& [label, v] : by_label)
+      out += series(name, labels_of(name, label)) + " " + number(v) + "\n";
     out += "\n";
   }
   for (const auto& [name, v] : gauges_) {
     header(name, "gauge");
-    out += name + " " + number(v) + "\n\n";
+    out += series(name, labels_of(name, "")) + " " + number(v) + "\n\n";
   }
   for (const auto& [name, by_label] : histograms_) {
     header(name, "histogram");
     const auto& bounds = bounds_.at(name);
-    for (const auto& [label, h] : by_label) {
+    for (const auto& [own_label, h] : by_label) {
+      const std::string label = labels_of(name, own_label);
       uint64_t cumulative = 0;
       for (size_t i = 0; i < bounds.size(); ++i) {
         cumulative += h.counts[i];
@@ -151,7 +180,8 @@ void Metrics::render_summaries(std::string& out) const {
     if (auto h = help_.find(name); h != help_.end())
       out += "# HELP " + name + " " + h->second + "\n";
     out += "# TYPE " + name + " summary\n";
-    for (const auto& [label, s] : by_label) {
+    for (const auto& [own_label, s] : by_label) {
+      const std::string label = labels_of(name, own_label);
       for (double q : {0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0}) {
         // Nearest rank: the smallest value with at least ceil(q * count) observations at or below.
         const auto rank = std::max<uint64_t>(

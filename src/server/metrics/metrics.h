@@ -1,7 +1,7 @@
 // A small Prometheus registry with TGI's exposition rules: counters without a _total suffix,
 // series that appear only after their first recording, histograms with fixed buckets (or, with
-// none, summaries), one label per labelled series. Thread-safe (HTTP threads and the engine
-// thread record concurrently).
+// none, summaries), one own label per labelled series (after its family's prefix labels).
+// Thread-safe (HTTP threads and the engine thread record concurrently).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,14 @@ class Metrics {
   void observe(const std::string& name, double value, const std::string& label = "",
                uint64_t times = 1);
 
+  // Labels that every series of the metrics whose names start with `prefix` carries before its
+  // own (vLLM's model_name on the vllm: families, which its dashboards and PromQL recipes select
+  // on). `labels`: label_pair()s joined by commas. Rendering only: increment, observe and value
+  // take and find a series by its own label as before.
+  void set_prefix_labels(const std::string& prefix, const std::string& labels);
+  // key="value" with the value escaped as the exposition format requires (\\, \", \n).
+  static std::string label_pair(const std::string& key, const std::string& value);
+
   // Prometheus text exposition (version 0.0.4).
   std::string render() const;
   // For tests: the current value of a counter or gauge series (0 when absent).
@@ -55,6 +63,8 @@ class Metrics {
     double sum = 0;
   };
   void render_summaries(std::string& out) const;
+  // `label` with the prefix labels of `name` before it.
+  std::string labels_of(const std::string& name, const std::string& label) const;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> help_;
   std::map<std::string, std::vector<double>> bounds_;
@@ -63,6 +73,7 @@ class Metrics {
   std::map<std::string, std::map<std::string, Histogram>> histograms_;
   std::set<std::string> summary_names_;
   std::map<std::string, std::map<std::string, Summary>> summaries_;
+  std::vector<std::pair<std::string, std::string>> prefix_labels_;  // prefix -> labels
 };
 
 }  // namespace lm

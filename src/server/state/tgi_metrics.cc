@@ -104,6 +104,10 @@ void register_tgi_metrics(Metrics& m, int64_t max_input_tokens, int64_t max_tota
   m.set_summary("tgi_request_skipped_tokens");
 }
 
+void label_vllm_metrics(Metrics& m, const std::string& model_name) {
+  m.set_prefix_labels("vllm:", Metrics::label_pair("model_name", model_name));
+}
+
 const char* tgi_step_method(const StepStats& stats) {
   return stats.num_admitted > 0 ? "prefill" : "decode";
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "engine/engine.h"
 #include "engine/step_stats.h"
@@ -15,6 +16,9 @@ namespace lm {
 
 // Registers TGI's metric descriptions, histogram buckets and summaries.
 void register_tgi_metrics(Metrics& metrics, int64_t max_input_tokens, int64_t max_total_tokens);
+// Gives the vllm: families vLLM's model_name label (vLLM: the served model name; ours: the model
+// id, as /v1/models answers it): vLLM's dashboards and PromQL recipes select on it.
+void label_vllm_metrics(Metrics& metrics, const std::string& model_name);
 
 // TGI's `method` label for a step. NOTE: our steps mix prompt chunks and decodes; TGI v3 with
 // chunked prefill (spec §5.2) labels the forward that takes a new batch from the queue "prefill"
