@@ -16,6 +16,7 @@ With --draft DRAFT.gguf the two "+spec" servers draft with that model instead: o
 an F16 requantization of it, scripts/bench/cpu_side_by_side.py makes them, drafted for by the
 default Q4_1 file).
 Tasks, input-grounded from real text in this repository, and one free chat:
+  summarise "summarise this document" over a README section (Connections, as of 6f65fd1)
   rewrite   "rewrite this passage exactly" over a README paragraph
   code      "return this file with one change" over a C++ header of the repo (the proposer's
             own, src/engine/ngram_proposer.h as of bcd4bc8)
@@ -63,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "build/src/app/text-generation-launcher"
 MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 CODE_TASK_COMMIT, CODE_TASK_FILE = "bcd4bc87660bd262ffa4865fa7356f7b8d5c6f62", "src/engine/ngram_proposer.h"
+SUMMARY_TASK_COMMIT = "6f65fd1743f181d2ea5d0032e3541cbaa31ca0a4"
 
 
 def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
@@ -73,14 +75,26 @@ def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
     return text[i : end if end > 0 else None][:max_chars]
 
 
+def section(commit: str, path: str, heading: str, max_chars: int) -> str:
+    """The section of `path` as of `commit` from `heading` to the next heading of its level (a
+    pinned version: the file changes, and a changed prompt would make results incomparable)."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True,
+                          capture_output=True, text=True).stdout  # fmt: skip
+    i = text.index(heading)
+    end = text.find("\n" + heading.split(" ")[0] + " ", i + len(heading))
+    return text[i : end if end > 0 else None][:max_chars].strip()
+
+
 def tasks() -> dict[str, str]:
     readme = paragraph(ROOT / "README.md", "**KV cache dtype**")
+    document = section(SUMMARY_TASK_COMMIT, "README.md", "## Connections", 3000)
     # The code task's file as it was when its figures began (bcd4bc8): the header has changed
     # since, and a changed prompt would make old and new results incomparable.
     code = subprocess.run(["git", "-C", str(ROOT), "show", f"{CODE_TASK_COMMIT}:{CODE_TASK_FILE}"],
                           check=True, capture_output=True, text=True).stdout  # fmt: skip
     arch = paragraph(ROOT / "docs/architecture.md", "## Numerics", 1200)
     return {
+        "summarise": f"Summarise the following document in one paragraph.\n\n{document}",
         "rewrite": f"Rewrite the following text exactly as it is, word for word.\n\n{readme}",
         "code": "Return the following C++ header unchanged except that the constant "
         "kMaxProposalNgram becomes 4. Output only the file.\n\n" + code,
@@ -228,6 +242,7 @@ def main() -> int:
                     help="ours proposes in every decode step (--adaptive-speculation false)")
     ap.add_argument("--model", type=Path, default=MODEL, help="the target GGUF")
     ap.add_argument("--draft", type=Path, help="a draft model GGUF (else n-gram proposals)")
+    ap.add_argument("--tasks", nargs="+", help="only these tasks (default: all)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     args.model, args.draft = args.model.resolve(), args.draft.resolve() if args.draft else None
@@ -235,6 +250,8 @@ def main() -> int:
     suffix = (f"_{args.clients}clients" if args.clients > 1 else "") + ("_always" if args.always else "")
     args.out = args.out or ROOT / "bench/results" / f"{name}{suffix}.json"
     prompts = tasks()
+    if args.tasks:
+        prompts = {t: prompts[t] for t in args.tasks}
     servers = start_all(args)
     rates: dict[str, dict[str, list[float]]] = {t: {s.name: [] for s in servers} for t in prompts}
     decode: dict[str, dict[str, list[float]]] = {t: {s.name: [] for s in servers} for t in prompts}
