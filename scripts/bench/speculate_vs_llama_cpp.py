@@ -16,7 +16,8 @@ With --draft DRAFT.gguf the two "+spec" servers draft with that model instead: o
 an F16 requantization of it, scripts/bench/cpu_side_by_side.py makes them, drafted for by the
 default Q4_1 file).
 Tasks, input-grounded from real text in this repository, and one free chat:
-  summarise "summarise this document" over a README section (Connections, as of 6f65fd1)
+  summarise "summarise this document" over a README section (Connections, as of 6f65fd1: its
+            first 3000 characters, cut mid-sentence; kept so that results stay comparable)
   rewrite   "rewrite this passage exactly" over a README paragraph
   code      "return this file with one change" over a C++ header of the repo (the proposer's
             own, src/engine/ngram_proposer.h as of bcd4bc8)
@@ -76,18 +77,22 @@ def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
 
 
 def section(commit: str, path: str, heading: str, max_chars: int) -> str:
-    """The section of `path` as of `commit` from `heading` to the next heading of its level (a
-    pinned version: the file changes, and a changed prompt would make results incomparable)."""
+    """The first `max_chars` characters of the Markdown section of `path` as of `commit` that
+    starts with the line `heading`, up to the next heading of its level or above (a pinned
+    version: the file changes, and a changed prompt would make results incomparable)."""
     text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True,
                           capture_output=True, text=True).stdout  # fmt: skip
-    i = text.index(heading)
-    end = text.find("\n" + heading.split(" ")[0] + " ", i + len(heading))
-    return text[i : end if end > 0 else None][:max_chars].strip()
+    i = text.index("\n" + heading + "\n") + 1
+    level = len(heading) - len(heading.lstrip("#"))
+    ends = re.compile(r"^#{1,%d} " % level, re.M)
+    end = ends.search(text, i + len(heading))
+    return text[i : end.start() if end else None][:max_chars].strip()
 
 
 def tasks() -> dict[str, str]:
     readme = paragraph(ROOT / "README.md", "**KV cache dtype**")
-    document = section(SUMMARY_TASK_COMMIT, "README.md", "## Connections", 3000)
+    document = section(SUMMARY_TASK_COMMIT, "README.md", "## Connections (slow and stalled clients)",
+                       3000)
     # The code task's file as it was when its figures began (bcd4bc8): the header has changed
     # since, and a changed prompt would make old and new results incomparable.
     code = subprocess.run(["git", "-C", str(ROOT), "show", f"{CODE_TASK_COMMIT}:{CODE_TASK_FILE}"],
@@ -242,12 +247,14 @@ def main() -> int:
                     help="ours proposes in every decode step (--adaptive-speculation false)")
     ap.add_argument("--model", type=Path, default=MODEL, help="the target GGUF")
     ap.add_argument("--draft", type=Path, help="a draft model GGUF (else n-gram proposals)")
-    ap.add_argument("--tasks", nargs="+", help="only these tasks (default: all)")
+    ap.add_argument("--tasks", nargs="+", choices=list(tasks()),
+                    help="only these tasks (default: all; the default --out then names them)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     args.model, args.draft = args.model.resolve(), args.draft.resolve() if args.draft else None
     name = "issue23_draft_vs_llama_cpp" if args.draft else "issue23_speculate_vs_llama_cpp"
     suffix = (f"_{args.clients}clients" if args.clients > 1 else "") + ("_always" if args.always else "")
+    suffix += "".join(f"_{t}" for t in args.tasks or [])
     args.out = args.out or ROOT / "bench/results" / f"{name}{suffix}.json"
     prompts = tasks()
     if args.tasks:

@@ -205,7 +205,8 @@ def parse_metrics(text: str) -> dict:
 def vllm_series(name: str, labels: str = "") -> str:
     """A vllm: series' key in parse_metrics: vLLM's model_name label (the served model id, MODEL
     here) before the series' own labels."""
-    model = 'model_name="' + MODEL.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = MODEL.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    model = f'model_name="{escaped}"'
     return f"{name}{{{model}{',' + labels if labels else ''}}}"
 
 

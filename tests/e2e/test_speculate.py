@@ -48,7 +48,9 @@ def settled_metrics(server):
     deadline = time.monotonic() + 10
     while True:
         metrics = server.metrics()
-        if metrics.get(vllm_series("vllm:num_requests_running"), 0) == 0 or time.monotonic() > deadline:
+        # Every scrape sets the gauge, so a misspelt key fails here instead of settling at once.
+        running = metrics[vllm_series("vllm:num_requests_running")]
+        if running == 0 or time.monotonic() > deadline:
             return metrics
         time.sleep(0.05)
 

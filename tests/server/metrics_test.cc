@@ -79,11 +79,14 @@ TEST(Metrics, GaugesSetAndAdd) {
 
 TEST(Metrics, PrefixLabelsComeFirstOnTheirFamiliesOnly) {
   Metrics m;
+  m.set_prefix_labels("vllm:", Metrics::label_pair("model_name", "replaced"));
   m.set_prefix_labels("vllm:", Metrics::label_pair("model_name", "org/m\"1\\\n"));
   m.set_gauge("vllm:num_requests_running", 2);
   m.increment("vllm:spec_decode_num_accepted_tokens_per_pos_total", "position=\"0\"", 3);
   m.set_buckets("vllm:e2e_request_latency_seconds", {1.0});
   m.observe("vllm:e2e_request_latency_seconds", 0.5);
+  m.set_summary("vllm:request_params_n");
+  m.observe("vllm:request_params_n", 2);
   m.set_gauge("tgi_queue_size", 1);
   const std::string text = m.render();
   const std::string model = "model_name=\"org/m\\\"1\\\\\\n\"";
@@ -95,6 +98,10 @@ TEST(Metrics, PrefixLabelsComeFirstOnTheirFamiliesOnly) {
   EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_bucket{" + model + ",le=\"1\"} 1\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("vllm:request_params_n{" + model + ",quantile=\"0.5\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("replaced"), std::string::npos) << text;
   EXPECT_NE(text.find("\ntgi_queue_size 1\n"), std::string::npos) << text;
   // Lookups keep the series' own labels.
   EXPECT_EQ(m.value("vllm:num_requests_running"), 2);

@@ -111,6 +111,12 @@ double Metrics::value(const std::string& name, const std::string& label) const {
 
 void Metrics::set_prefix_labels(const std::string& prefix, const std::string& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [known, known_labels] : prefix_labels_) {
+    if (known == prefix) {
+      known_labels = labels;
+      return;
+    }
+  }
   prefix_labels_.emplace_back(prefix, labels);
 }
 

@@ -40,8 +40,9 @@ class Metrics {
 
   // Labels that every series of the metrics whose names start with `prefix` carries before its
   // own (vLLM's model_name on the vllm: families, which its dashboards and PromQL recipes select
-  // on). `labels`: label_pair()s joined by commas. Rendering only: increment, observe and value
-  // take and find a series by its own label as before.
+  // on); a second call for the same prefix replaces them. `labels`: label_pair()s joined by
+  // commas. Rendering only: increment, observe and value take and find a series by its own label
+  // as before.
   void set_prefix_labels(const std::string& prefix, const std::string& labels);
   // key="value" with the value escaped as the exposition format requires (\\, \", \n).
   static std::string label_pair(const std::string& key, const std::string& value);
@@ -63,7 +64,7 @@ class Metrics {
     double sum = 0;
   };
   void render_summaries(std::string& out) const;
-  // `label` with the prefix labels of `name` before it.
+  // `label` with the prefix labels of `name` before it. Called with mutex_ held (render).
   std::string labels_of(const std::string& name, const std::string& label) const;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> help_;
