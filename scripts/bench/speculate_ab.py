@@ -2,8 +2,8 @@
 """Server configurations of ours side by side on speculation's tasks: two builds (before/after a
 change), speculation on/off/adaptive, alternating, single-stream greedy chat completions.
 
-The tasks and the streamed decode rate are speculate_vs_llama_cpp.py's (rewrite, code, quote,
-free; decode tokens/s = the tokens after the first over the time from the first content chunk
+The tasks and the streamed decode rate are speculate_vs_llama_cpp.py's (summarise, rewrite, code,
+quote, free; decode tokens/s = the tokens after the first over the time from the first content chunk
 to the last). Every configuration is started once, warmed up, then each round asks each the
 same requests in turn (the order reversed every other round). Reports per task each one's
 median tokens/s (with --clients N, N streams at once and the aggregate rate) and its ratio to

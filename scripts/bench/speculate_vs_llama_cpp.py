@@ -76,12 +76,17 @@ def paragraph(path: Path, starts_with: str, max_chars: int = 900) -> str:
     return text[i : end if end > 0 else None][:max_chars]
 
 
-def section(commit: str, path: str, heading: str, max_chars: int) -> str:
-    """The first `max_chars` characters of the Markdown section of `path` as of `commit` that
-    starts with the line `heading`, up to the next heading of its level or above (a pinned
-    version: the file changes, and a changed prompt would make results incomparable)."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True,
+def pinned(commit: str, path: str) -> str:
+    """`path` as of `commit`: the file changes, and a changed prompt would make old and new
+    results incomparable."""
+    return subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], check=True,
                           capture_output=True, text=True).stdout  # fmt: skip
+
+
+def section(commit: str, path: str, heading: str, max_chars: int) -> str:
+    """The first `max_chars` characters of the Markdown section of `path` as of `commit` (pinned)
+    that starts with the line `heading`, up to the next heading of its level or above."""
+    text = pinned(commit, path)
     i = text.index("\n" + heading + "\n") + 1
     level = len(heading) - len(heading.lstrip("#"))
     ends = re.compile(r"^#{1,%d} " % level, re.M)
@@ -93,10 +98,8 @@ def tasks() -> dict[str, str]:
     readme = paragraph(ROOT / "README.md", "**KV cache dtype**")
     document = section(SUMMARY_TASK_COMMIT, "README.md", "## Connections (slow and stalled clients)",
                        3000)
-    # The code task's file as it was when its figures began (bcd4bc8): the header has changed
-    # since, and a changed prompt would make old and new results incomparable.
-    code = subprocess.run(["git", "-C", str(ROOT), "show", f"{CODE_TASK_COMMIT}:{CODE_TASK_FILE}"],
-                          check=True, capture_output=True, text=True).stdout  # fmt: skip
+    # The code task's file as it was when its figures began (bcd4bc8): the header has changed since.
+    code = pinned(CODE_TASK_COMMIT, CODE_TASK_FILE)
     arch = paragraph(ROOT / "docs/architecture.md", "## Numerics", 1200)
     return {
         "summarise": f"Summarise the following document in one paragraph.\n\n{document}",
@@ -234,6 +237,7 @@ def spread(values: list[float]) -> dict:
 
 
 def main() -> int:
+    prompts = tasks()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1, help="unrecorded rounds first")
@@ -247,7 +251,7 @@ def main() -> int:
                     help="ours proposes in every decode step (--adaptive-speculation false)")
     ap.add_argument("--model", type=Path, default=MODEL, help="the target GGUF")
     ap.add_argument("--draft", type=Path, help="a draft model GGUF (else n-gram proposals)")
-    ap.add_argument("--tasks", nargs="+", choices=list(tasks()),
+    ap.add_argument("--tasks", nargs="+", choices=list(prompts),
                     help="only these tasks (default: all; the default --out then names them)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -256,7 +260,6 @@ def main() -> int:
     suffix = (f"_{args.clients}clients" if args.clients > 1 else "") + ("_always" if args.always else "")
     suffix += "".join(f"_{t}" for t in args.tasks or [])
     args.out = args.out or ROOT / "bench/results" / f"{name}{suffix}.json"
-    prompts = tasks()
     if args.tasks:
         prompts = {t: prompts[t] for t in args.tasks}
     servers = start_all(args)
