@@ -28,10 +28,15 @@ Models (made under .cache/models/ when missing):
                    Gemma-2-2B-shaped (the same script)
 The same run measures the machine (text-generation-benchmark --measure-machine: memory read
 bandwidth, fp32 FMA peak) per thread count, and reports for tg128 the fraction of the bandwidth
-roofline each run reached: tokens/s x GGUF tensor bytes / the read bandwidth probed just before
-and just after that run (their mean; a shared machine's bandwidth swings 2x from minute to
-minute, so one probe at the start made fractions of 60-120%); and for the 7B Q4_0 model and the
-HF folders the server's resident memory against the weight files' size + KV pool + 100 MB.
+roofline each run reached: tokens/s x the bytes a token reads (the GGUF's tensor bytes less an
+untied token_embd, of which a token reads one row) / the read bandwidth probed just before and
+just after that run (their mean; a shared machine's bandwidth swings 2x from minute to minute, so
+one probe at the start made fractions of 60-120%). Ours also reports the paired roofline
+(text-generation-benchmark --paired-roofline: a 256 MiB read pass after every decode step, each
+step's fraction taken against the pass beside it; the passes' time is not counted in its tokens/s),
+which the host's swings do not move; llama-bench has no such hook, so llama.cpp has the probes
+around its runs only. For the 7B Q4_0 model and the HF folders: the server's resident memory
+against the weight files' size + KV pool + 100 MB.
 
 --isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
 with CPU_ISA=LEVEL (the launcher's --cpu-isa), llama.cpp built for that level only
@@ -134,11 +139,14 @@ def ensure_model(name: str) -> Path:
 
 
 def tensor_bytes(path: Path) -> int:
-    """Bytes of the tensor data: what one decode step reads (the file minus its metadata)."""
+    """What one decode step reads: the bytes of the tensor data (the file minus its metadata), less
+    the token embedding table when the head is a tensor of its own (a token reads one row of it)."""
     import gguf
 
     reader = gguf.GGUFReader(str(path))
-    return int(sum(int(t.n_bytes) for t in reader.tensors))
+    sizes = {t.name: int(t.n_bytes) for t in reader.tensors}
+    untied_embedding = sizes.get("token_embd.weight", 0) if "output.weight" in sizes else 0
+    return sum(sizes.values()) - untied_embedding
 
 
 def run_llama_bench(model: Path, threads: int, test: str) -> float:
@@ -156,19 +164,21 @@ def env_with_cpu_isa() -> dict:
     return env
 
 
-def run_ours(model: Path, threads: int, test: str) -> float:
+def run_ours(model: Path, threads: int, test: str, paired_roofline: bool = False) -> tuple[float, list[float]]:
+    """Tokens/s of one run, and with `paired_roofline` its decode steps' paired fractions."""
     n_prompt, n_gen, depth = TESTS[test]
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         args = [str(OURS), "--model-id", str(model), "--num-threads", str(threads), "-b", "1", "-r", "1", "-w", "1",
                 "--output", f.name]
         args += ["-s", str(n_prompt), "-d", "1"] if n_gen == 0 else ["-s", str(max(1, depth)), "-d", str(n_gen + 1)]
+        args += ["--paired-roofline"] if paired_roofline else []
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=env_with_cpu_isa())
         doc = json.load(open(f.name))
         if ISA != "auto" and doc["kernels"] != ISA:
             sys.exit(f"ours ran {doc['kernels']} kernels, not {ISA}")
         case = doc["cases"][0]
     key = "prefill_tokens_per_second" if n_gen == 0 else "decode_tokens_per_second"
-    return float(case[key]["mean"])
+    return float(case[key]["mean"]), [float(x) for x in case["runs"][0].get("decode_roofline_fractions", [])]
 
 
 def measure_machine(threads: int) -> dict:
@@ -278,7 +288,7 @@ def main() -> int:
                 # weights only: the cache's bytes come on top at depth; not for MoE files, whose
                 # decode reads only the chosen experts of them
                 roofline_applies = test.startswith("tg") and not name.startswith("mixtral")
-                ours, theirs, probes = [], [], []
+                ours, theirs, probes, paired = [], [], [], []
                 probe = (lambda: measure_machine(threads)["read_bytes_per_second"]) if roofline_applies else None
                 for _ in range(reps):
                     if probe:
@@ -286,7 +296,9 @@ def main() -> int:
                     theirs.append(run_llama_bench(peer_paths[name], threads, test))
                     if probe:
                         probes.append(probe())
-                    ours.append(run_ours(paths[name], threads, test))
+                    tokens_per_second, steps = run_ours(paths[name], threads, test, roofline_applies)
+                    ours.append(tokens_per_second)
+                    paired.append(steps)
                 if probe:
                     probes.append(probe())
                 row = {"model": name, "file": str(paths[name].relative_to(ROOT)),
@@ -302,14 +314,20 @@ def main() -> int:
                         ours, [(probes[2 * i + 1], probes[2 * i + 2]) for i in range(reps)], weight_bytes)
                     row["ours_fraction_of_roofline"] = spread(row["ours_fractions_of_roofline"])
                     row["llama_cpp_fraction_of_roofline"] = spread(row["llama_cpp_fractions_of_roofline"])
+                    # per run, the median of its steps' paired fractions; and every step's spread
+                    row["ours_paired_fractions_of_roofline"] = [statistics.median(steps) for steps in paired]
+                    row["ours_paired_fraction_of_roofline"] = spread(row["ours_paired_fractions_of_roofline"])
+                    row["ours_paired_fraction_of_roofline_steps"] = spread([f for steps in paired for f in steps])
                 rows.append(row)
                 r = row["ratio_ours_over_llama_cpp"]
                 extra = ""
                 if roofline_applies:
                     o, t = row["ours_fraction_of_roofline"], row["llama_cpp_fraction_of_roofline"]
+                    q = row["ours_paired_fraction_of_roofline"]
                     extra = (f" | roofline {o['median']:.0%} [{o['min']:.0%}, {o['max']:.0%}] vs "
                              f"{t['median']:.0%} [{t['min']:.0%}, {t['max']:.0%}] "
-                             f"(read {min(probes) / 1e9:.0f}-{max(probes) / 1e9:.0f} GB/s)")
+                             f"(read {min(probes) / 1e9:.0f}-{max(probes) / 1e9:.0f} GB/s); ours paired "
+                             f"{q['median']:.0%} [{q['min']:.0%}, {q['max']:.0%}]")
                 print(f"{name:15s} {test} t={threads}: ours {statistics.median(ours):8.2f} tok/s, llama.cpp "
                       f"{statistics.median(theirs):8.2f} tok/s, ratio {r['median']:.2f} "
                       f"[{r['min']:.2f}, {r['max']:.2f}]{extra}", flush=True)

@@ -32,6 +32,7 @@ struct Options {
   bool int8_activations = true;               // the launcher's default
   std::optional<std::string> kv_cache_dtype;  // the launcher's default when unset
   bool measure_machine = false;
+  bool paired_roofline = false;
   std::string output;
   std::string cpu_isa;
 };
@@ -48,6 +49,10 @@ void print_row(const char* what, const lm::LatencySummary& s, double scale, cons
       what, s.mean * scale, s.min * scale, s.p50 * scale, s.p90 * scale, s.p99 * scale,
       s.max * scale, unit);
 }
+
+// The paired roofline's read pass: large enough that no cache holds it, small enough to cost a
+// few milliseconds a step.
+constexpr int64_t kPairedProbeBytes = int64_t{256} << 20;
 
 int run(const Options& o) {
   // Before the model loads: the level decides the weights' layout.
@@ -82,15 +87,27 @@ int run(const Options& o) {
                {"fma_flops_per_second", m.fma_flops_per_second},
                {"fma_isa", m.fma_isa}};
   }
+  std::optional<lm::ReadProbe> read_probe;
+  const int64_t read_bytes = lm::decode_read_bytes((*model)->weights());
+  if (o.paired_roofline) {
+    read_probe.emplace(pool, kPairedProbeBytes);
+    fmt::print(
+        "paired roofline: a {} MiB read pass after every decode step; a step reads {:.3f} GB\n",
+        kPairedProbeBytes >> 20, static_cast<double>(read_bytes) / 1e9);
+  }
   nlohmann::json cases = nlohmann::json::array();
   for (int64_t batch : o.batch_sizes) {
     lm::BenchmarkCase c{batch, o.sequence_length, o.decode_length, kv_dtype};
+    if (read_probe) {
+      c.read_probe = &*read_probe;
+      c.decode_read_bytes = read_bytes;
+    }
     auto runs = lm::run_engine_benchmark(**model, pool, c, o.runs, o.warmups);
     if (!runs.ok()) {
       lm::log_error(runs.error().message);
       return 1;
     }
-    std::vector<double> prefill, prefill_tps, decode, step, decode_tps;
+    std::vector<double> prefill, prefill_tps, decode, step, decode_tps, fractions;
     nlohmann::json rows = nlohmann::json::array();
     for (const lm::BenchmarkRun& r : *runs) {
       prefill.push_back(r.prefill_seconds);
@@ -98,11 +115,15 @@ int run(const Options& o) {
       decode.push_back(r.decode_seconds);
       step.push_back(r.decode_step_seconds);
       decode_tps.push_back(r.decode_tokens_per_second);
+      fractions.insert(fractions.end(), r.decode_roofline_fractions.begin(),
+                       r.decode_roofline_fractions.end());
       rows.push_back({{"prefill_seconds", r.prefill_seconds},
                       {"prefill_tokens_per_second", r.prefill_tokens_per_second},
                       {"decode_seconds", r.decode_seconds},
                       {"decode_step_seconds", r.decode_step_seconds},
-                      {"decode_tokens_per_second", r.decode_tokens_per_second}});
+                      {"decode_tokens_per_second", r.decode_tokens_per_second},
+                      {"decode_roofline_fractions", r.decode_roofline_fractions},
+                      {"read_probe_seconds", r.read_probe_seconds}});
     }
     fmt::print("batch {} | sequence length {} | decode length {} | {} runs\n", batch,
                o.sequence_length, o.decode_length, runs->size());
@@ -112,6 +133,9 @@ int run(const Options& o) {
       print_row("decode latency (total)", lm::summarize(decode), 1e3, "ms");
       print_row("decode latency (step)", lm::summarize(step), 1e3, "ms");
       print_row("decode throughput", lm::summarize(decode_tps), 1.0, "tokens/s");
+      if (!fractions.empty())
+        print_row("decode roofline (paired)", lm::summarize(fractions), 100.0,
+                  "% of the read pass");
     }
     cases.push_back({{"batch_size", batch},
                      {"sequence_length", o.sequence_length},
@@ -122,6 +146,8 @@ int run(const Options& o) {
                      {"decode_step_seconds", to_json(lm::summarize(step))},
                      {"decode_tokens_per_second", to_json(lm::summarize(decode_tps))},
                      {"runs", rows}});
+    if (!fractions.empty())
+      cases.back()["decode_roofline_fractions"] = to_json(lm::summarize(fractions));
   }
   if (!o.output.empty()) {
     nlohmann::json doc = {{"tool", "text-generation-benchmark"},
@@ -134,6 +160,7 @@ int run(const Options& o) {
                           {"panelled_weights", (*model)->num_panelled_weights()},
                           {"warmups", o.warmups},
                           {"machine", machine},
+                          {"decode_read_bytes", read_bytes},
                           {"cases", cases}};
     std::ofstream out(o.output);
     out << doc.dump(2) << "\n";
@@ -175,6 +202,9 @@ int main(int argc, char** argv) {
   lm::add_cpu_isa_flag(app, o.cpu_isa);
   app.add_flag("--measure-machine", o.measure_machine,
                "Also measure memory read bandwidth and the fp32 FMA peak with these threads");
+  app.add_flag("--paired-roofline", o.paired_roofline,
+               "After every decode step, a read pass of memory: each step's fraction of the "
+               "bandwidth measured beside it (the pass's time is not counted as decode)");
   app.add_option("--output", o.output, "Write every run and the summaries to this JSON file");
   CLI11_PARSE(app, argc, argv);
   return run(o);

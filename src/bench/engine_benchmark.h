@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "bench/machine_limits.h"
 #include "model/llama_model.h"
 
 namespace lm {
@@ -22,6 +23,12 @@ struct BenchmarkCase {
   int64_t sequence_length = 10;  // prompt tokens per request
   int64_t decode_length = 8;     // generated tokens per request (EOS ignored)
   DType kv_dtype = DType::kF32;  // the K/V pool's elements (--kv-cache-dtype)
+  // The paired decode roofline (--paired-roofline), when set: after every step that only
+  // decoded, with the pool idle, one read pass of `read_probe`, and that step's fraction of the
+  // roofline taken against it: decode_read_bytes / step seconds / the pass's bytes per second.
+  // The passes' time is left out of decode_seconds.
+  ReadProbe* read_probe = nullptr;
+  int64_t decode_read_bytes = 0;  // what one decode step reads (the weights it streams)
 };
 
 struct BenchmarkRun {
@@ -32,7 +39,16 @@ struct BenchmarkRun {
   double prefill_tokens_per_second = 0;
   double decode_tokens_per_second = 0;
   double decode_step_seconds = 0;  // decode_seconds / (decode_length - 1)
+  // The paired roofline's fractions, one per decode step after the first token (empty without
+  // a read probe).
+  std::vector<double> decode_roofline_fractions;
+  double read_probe_seconds = 0;  // the passes between decode's tokens, left out of decode_seconds
 };
+
+// The bytes one decode step reads: every weight matrix (a tied head once) and the fp32 vectors,
+// but not an untied input embedding, of which a step reads one row a token. (A mixture of
+// experts reads only its chosen experts: its steps read less than this.)
+int64_t decode_read_bytes(const LlamaWeights& weights);
 
 // Runs `warmups` unrecorded runs (prefill + one decode step) and `runs` recorded repetitions of
 // `c`. Prompt ids are drawn from

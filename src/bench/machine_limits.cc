@@ -18,38 +18,10 @@ double seconds_since(Clock::time_point t) {
 }
 
 double read_bandwidth(ThreadPool& pool, int64_t bytes) {
-  const auto words = static_cast<size_t>(bytes / 8);
-  std::vector<uint64_t> buffer(words);
-  // Touch every page from the threads that will read it (first-touch placement).
-  pool.parallel_for(static_cast<int64_t>(words), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) buffer[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
-  });
+  ReadProbe probe(pool, bytes);
   double best = 0;
-  std::atomic<uint64_t> sink{0};
-  const bool avx2 = kernels::isa_supported(kernels::Isa::kAvx2);
-  for (int pass = 0; pass < 5; ++pass) {
-    const auto start = Clock::now();
-    pool.parallel_for(
-        static_cast<int64_t>(words),
-        [&](int64_t begin, int64_t end) {
-          const uint64_t* first = buffer.data() + begin;
-          if (avx2) {
-            sink += read_probe_avx2(first, end - begin);
-            return;
-          }
-          uint64_t s0 = 0, s1 = 0;
-          int64_t i = 0;
-          for (; i + 2 <= end - begin; i += 2) {
-            s0 += first[i];
-            s1 += first[i + 1];
-          }
-          for (; i < end - begin; ++i) s0 += first[i];
-          sink += s0 + s1;
-        },
-        4096);
-    best = std::max(best, static_cast<double>(words * 8) / seconds_since(start));
-  }
-  return sink.load() == 42 ? best + 1e-9 : best;  // keeps the sums observable
+  for (int pass = 0; pass < 5; ++pass) best = std::max(best, probe.bytes_per_second());
+  return best;
 }
 
 double fma_peak(ThreadPool& pool, const char** isa_name) {
@@ -86,6 +58,38 @@ double fma_peak(ThreadPool& pool, const char** isa_name) {
 }
 
 }  // namespace
+
+ReadProbe::ReadProbe(ThreadPool& pool, int64_t bytes)
+    : pool_(pool), words_(static_cast<size_t>(std::max<int64_t>(bytes / 8, 1))) {
+  // Touch every page from the threads that will read it (first-touch placement).
+  pool_.parallel_for(static_cast<int64_t>(words_.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) words_[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  });
+}
+
+double ReadProbe::bytes_per_second() {
+  const bool avx2 = kernels::isa_supported(kernels::Isa::kAvx2);
+  const auto start = Clock::now();
+  pool_.parallel_for(
+      static_cast<int64_t>(words_.size()),
+      [&](int64_t begin, int64_t end) {
+        const uint64_t* first = words_.data() + begin;
+        if (avx2) {
+          sink_ += read_probe_avx2(first, end - begin);
+          return;
+        }
+        uint64_t s0 = 0, s1 = 0;
+        int64_t i = 0;
+        for (; i + 2 <= end - begin; i += 2) {
+          s0 += first[i];
+          s1 += first[i + 1];
+        }
+        for (; i < end - begin; ++i) s0 += first[i];
+        sink_ += s0 + s1;
+      },
+      4096);
+  return static_cast<double>(bytes()) / seconds_since(start);
+}
 
 MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes) {
   MachineLimits m;

@@ -3,7 +3,9 @@
 // token / bandwidth) and the fp32 FMA peak of the best instruction set (the prefill roofline).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "base/thread_pool.h"
 
@@ -16,6 +18,24 @@ struct MachineLimits {
 };
 
 MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes = int64_t{1} << 30);
+
+// One read pass over a buffer of its own, on demand: the bandwidth a decode step is compared with
+// when the pass runs right beside it (the engine benchmark's paired roofline), so a host whose
+// bandwidth swings from minute to minute (ours read 33-64 GB/s within a run) is compared with
+// itself within a fraction of a second.
+class ReadProbe {
+ public:
+  // Allocates `bytes` (rounded down to words) and touches every page from the pool's threads.
+  ReadProbe(ThreadPool& pool, int64_t bytes);
+  int64_t bytes() const { return static_cast<int64_t>(words_.size() * sizeof(uint64_t)); }
+  // Bytes per second of one pass over the whole buffer with all of the pool's threads.
+  double bytes_per_second();
+
+ private:
+  ThreadPool& pool_;
+  std::vector<uint64_t> words_;
+  std::atomic<uint64_t> sink_{0};  // the sums, kept observable
+};
 
 // Per-ISA FMA loops (fma_probe_*.cc): runs `iterations` rounds of independent FMA chains and
 // returns the flops executed; the result is kept live so the work cannot be optimised away.

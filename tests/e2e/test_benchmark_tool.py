@@ -61,3 +61,22 @@ def test_cpu_isa_caps_the_kernels(tmp_path):
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     assert r.returncode == 1
     assert "--cpu-isa must be auto, scalar, avx2, avx-vnni, avx512, avx512-vnni or avx512-bf16, not avx512vnni" in r.stderr
+
+
+def test_paired_roofline_takes_a_fraction_per_decode_step(tmp_path):
+    """--paired-roofline: after every step that only decoded, a read pass of memory, and that step's
+    fraction of the bandwidth beside it (-d 4: 3 such steps a run); a step reads the weights, which
+    in the default model are nearly the whole file (its head is the embedding table, counted once)."""
+    doc = run_benchmark(tmp_path, "--paired-roofline")
+    for case in doc["cases"]:
+        fractions = case["runs"][0]["decode_roofline_fractions"]
+        assert len(fractions) == 3
+        assert all(f > 0 for f in fractions)
+        assert case["decode_roofline_fractions"]["count"] == 3
+        assert case["runs"][0]["read_probe_seconds"] > 0
+    if MODEL != DEFAULT_MODEL:
+        return
+    file_bytes = os.path.getsize(MODEL)
+    assert 0.9 * file_bytes < doc["decode_read_bytes"] <= file_bytes
+    without = run_benchmark(tmp_path)
+    assert "decode_roofline_fractions" not in without["cases"][0]
