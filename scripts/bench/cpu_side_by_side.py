@@ -33,9 +33,10 @@ untied token_embd, of which a token reads one row) / the read bandwidth probed j
 just after that run (their mean; a shared machine's bandwidth swings 2x from minute to minute, so
 one probe at the start made fractions of 60-120%). Ours also reports the paired roofline
 (text-generation-benchmark --paired-roofline: a 256 MiB read pass after every decode step, each
-step's fraction taken against the pass beside it; the passes' time is not counted in its tokens/s),
-which the host's swings do not move; llama-bench has no such hook, so llama.cpp has the probes
-around its runs only. For the 7B Q4_0 model and the HF folders: the server's resident memory
+step's fraction taken against the pass right after it), which the host's swings do not move;
+llama-bench has no such hook, so llama.cpp has the probes around its runs only. Ours' decode
+tokens/s then come from that run: the passes' time is not counted, but each step follows a pass
+that has emptied the caches (llama.cpp's steps follow each other). For the 7B Q4_0 model and the HF folders: the server's resident memory
 against the weight files' size + KV pool + 100 MB.
 
 --isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
@@ -315,6 +316,8 @@ def main() -> int:
                     row["ours_fraction_of_roofline"] = spread(row["ours_fractions_of_roofline"])
                     row["llama_cpp_fraction_of_roofline"] = spread(row["llama_cpp_fractions_of_roofline"])
                     # per run, the median of its steps' paired fractions; and every step's spread
+                    if not all(paired):
+                        sys.exit(f"{name} {test}: a run of ours reported no paired roofline fractions")
                     row["ours_paired_fractions_of_roofline"] = [statistics.median(steps) for steps in paired]
                     row["ours_paired_fraction_of_roofline"] = spread(row["ours_paired_fractions_of_roofline"])
                     row["ours_paired_fraction_of_roofline_steps"] = spread([f for steps in paired for f in steps])

@@ -123,6 +123,7 @@ int run(const Options& o) {
                       {"decode_step_seconds", r.decode_step_seconds},
                       {"decode_tokens_per_second", r.decode_tokens_per_second},
                       {"decode_roofline_fractions", r.decode_roofline_fractions},
+                      {"read_pass_bytes_per_second", r.read_pass_bytes_per_second},
                       {"read_probe_seconds", r.read_probe_seconds}});
     }
     fmt::print("batch {} | sequence length {} | decode length {} | {} runs\n", batch,
@@ -147,7 +148,7 @@ int run(const Options& o) {
                      {"decode_tokens_per_second", to_json(lm::summarize(decode_tps))},
                      {"runs", rows}});
     if (!fractions.empty())
-      cases.back()["decode_roofline_fractions"] = to_json(lm::summarize(fractions));
+      cases.back()["decode_roofline_fraction_steps"] = to_json(lm::summarize(fractions));
   }
   if (!o.output.empty()) {
     nlohmann::json doc = {{"tool", "text-generation-benchmark"},

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include "bench/machine_limits.h"
+#include "bench/paired_roofline.h"
 #include "engine/engine.h"
 #include "model/weight_dtype.h"
 #include "runtime/model_executor.h"
@@ -26,32 +28,6 @@ struct RunClock {
   Clock::time_point last_first_token;
   Clock::time_point last_token;
   std::string error;
-};
-
-// The paired roofline's record of one run (engine thread only): each pure decode step's
-// fraction of the bandwidth a read pass measured right after it, and when the passes ran.
-struct PairedRoofline {
-  struct Pass {
-    Clock::time_point start, end;
-    double fraction;
-  };
-  std::vector<Pass> passes;
-
-  // The fractions of the steps after `from` (the first token's step: decode's steps), and the
-  // seconds the passes took from an interval (the last step's pass runs after its token).
-  std::vector<double> fractions_after(Clock::time_point from) const {
-    std::vector<double> out;
-    for (const Pass& p : passes)
-      if (p.start >= from) out.push_back(p.fraction);
-    return out;
-  }
-  double seconds_within(Clock::time_point from, Clock::time_point to) const {
-    double total = 0;
-    for (const Pass& p : passes)
-      if (p.start >= from && p.end <= to)
-        total += std::chrono::duration<double>(p.end - p.start).count();
-    return total;
-  }
 };
 
 class TimingSink final : public TokenSink {
@@ -130,21 +106,27 @@ Result<std::vector<BenchmarkRun>> run_engine_benchmark(LlamaModel& model, Thread
   std::vector<BenchmarkRun> results;
   for (int r = 0; r < warmups + runs; ++r) {
     const BenchmarkCase& run_case = r < warmups ? warmup : c;
+    RunClock clock;
     PairedRoofline roofline;
     StepObserver observer;
     if (r >= warmups && c.read_probe != nullptr && c.decode_read_bytes > 0) {
-      observer = [&roofline, &c](const StepStats& stats) {
+      // Passes start once every request has its first token, so none falls in the prefill
+      // phase; steps that computed prompt tokens are not decode steps.
+      observer = [&roofline, &clock, &c](const StepStats& stats) {
         if (stats.failed || stats.num_prefill_tokens > 0 || stats.num_decode_tokens == 0) return;
+        {
+          std::lock_guard<std::mutex> lock(clock.mutex);
+          if (clock.first_tokens < c.batch_size) return;
+        }
         const auto start = Clock::now();
-        const double bandwidth = c.read_probe->bytes_per_second();
+        const double bandwidth = c.read_probe->measure();
         roofline.passes.push_back(
-            {start, Clock::now(),
+            {start, Clock::now(), bandwidth,
              static_cast<double>(c.decode_read_bytes) / stats.step_seconds / bandwidth});
       };
     }
     Engine engine(config, std::make_unique<ModelExecutor>(model, pool, config, c.kv_dtype),
                   std::move(observer));
-    RunClock clock;
     const auto start = Clock::now();
     for (const auto& prompt : prompts) {
       EngineRequest request;
@@ -166,7 +148,10 @@ Result<std::vector<BenchmarkRun>> run_engine_benchmark(LlamaModel& model, Thread
     run.read_probe_seconds = roofline.seconds_within(clock.last_first_token, clock.last_token);
     run.decode_seconds =
         seconds(clock.last_token - clock.last_first_token) - run.read_probe_seconds;
-    run.decode_roofline_fractions = roofline.fractions_after(clock.last_first_token);
+    for (const PairedRoofline::Pass& pass : roofline.after(clock.last_first_token)) {
+      run.decode_roofline_fractions.push_back(pass.fraction);
+      run.read_pass_bytes_per_second.push_back(pass.bytes_per_second);
+    }
     run.prefill_tokens_per_second =
         static_cast<double>(c.batch_size * c.sequence_length) / run.prefill_seconds;
     if (c.decode_length > 1 && run.decode_seconds > 0) {

@@ -13,10 +13,11 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
-#include "bench/machine_limits.h"
 #include "model/llama_model.h"
 
 namespace lm {
+
+class ReadProbe;  // bench/machine_limits.h
 
 struct BenchmarkCase {
   int64_t batch_size = 1;
@@ -39,15 +40,17 @@ struct BenchmarkRun {
   double prefill_tokens_per_second = 0;
   double decode_tokens_per_second = 0;
   double decode_step_seconds = 0;  // decode_seconds / (decode_length - 1)
-  // The paired roofline's fractions, one per decode step after the first token (empty without
-  // a read probe).
+  // The paired roofline (empty without a read probe): per decode step, its fraction and what the
+  // read pass after it read; and the seconds of the passes left out of decode_seconds.
   std::vector<double> decode_roofline_fractions;
-  double read_probe_seconds = 0;  // the passes between decode's tokens, left out of decode_seconds
+  std::vector<double> read_pass_bytes_per_second;
+  double read_probe_seconds = 0;
 };
 
-// The bytes one decode step reads: every weight matrix (a tied head once) and the fp32 vectors,
-// but not an untied input embedding, of which a step reads one row a token. (A mixture of
-// experts reads only its chosen experts: its steps read less than this.)
+// The bytes one decode step reads: every weight matrix and the fp32 vectors, but not the input
+// embedding table when the head is not that table's own memory (untied, or a tied head copied
+// into panels or interleaved rows), since a step reads one row of the table a token. (A mixture
+// of experts reads only its chosen experts: its steps read less than this.)
 int64_t decode_read_bytes(const LlamaWeights& weights);
 
 // Runs `warmups` unrecorded runs (prefill + one decode step) and `runs` recorded repetitions of

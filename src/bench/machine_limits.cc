@@ -20,7 +20,7 @@ double seconds_since(Clock::time_point t) {
 double read_bandwidth(ThreadPool& pool, int64_t bytes) {
   ReadProbe probe(pool, bytes);
   double best = 0;
-  for (int pass = 0; pass < 5; ++pass) best = std::max(best, probe.bytes_per_second());
+  for (int pass = 0; pass < 5; ++pass) best = std::max(best, probe.measure());
   return best;
 }
 
@@ -60,20 +60,25 @@ double fma_peak(ThreadPool& pool, const char** isa_name) {
 }  // namespace
 
 ReadProbe::ReadProbe(ThreadPool& pool, int64_t bytes)
-    : pool_(pool), words_(static_cast<size_t>(std::max<int64_t>(bytes / 8, 1))) {
-  // Touch every page from the threads that will read it (first-touch placement).
-  pool_.parallel_for(static_cast<int64_t>(words_.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) words_[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+    : pool_(pool),
+      num_words_(std::max<int64_t>(bytes / 8, 1)),
+      buffer_(Buffer::of_bytes(num_words_ * 8, Buffer::Pages::kHuge)) {
+  // Touch every page from the threads that will read it (first-touch placement: the mapping is
+  // untouched until now).
+  auto* words = static_cast<uint64_t*>(buffer_.view().data);
+  pool_.parallel_for(num_words_, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) words[i] = static_cast<uint64_t>(i);
   });
 }
 
-double ReadProbe::bytes_per_second() {
+double ReadProbe::measure() {
   const bool avx2 = kernels::isa_supported(kernels::Isa::kAvx2);
   const auto start = Clock::now();
+  const auto* words = static_cast<const uint64_t*>(buffer_.view().data);
   pool_.parallel_for(
-      static_cast<int64_t>(words_.size()),
+      num_words_,
       [&](int64_t begin, int64_t end) {
-        const uint64_t* first = words_.data() + begin;
+        const uint64_t* first = words + begin;
         if (avx2) {
           sink_ += read_probe_avx2(first, end - begin);
           return;

@@ -5,9 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "base/thread_pool.h"
+#include "tensor/tensor.h"
 
 namespace lm {
 
@@ -23,17 +23,20 @@ MachineLimits measure_machine_limits(ThreadPool& pool, int64_t buffer_bytes = in
 // when the pass runs right beside it (the engine benchmark's paired roofline), so a host whose
 // bandwidth swings from minute to minute (ours read 33-64 GB/s within a run) is compared with
 // itself within a fraction of a second.
+// The buffer has 2 MiB pages where the kernel allows them, as the weights' arenas do: 4 KiB
+// pages stop the hardware prefetcher at every page and would read slower than the weights stream.
 class ReadProbe {
  public:
-  // Allocates `bytes` (rounded down to words) and touches every page from the pool's threads.
+  // Maps `bytes` (rounded down to words) and first touches every page from the pool's threads.
   ReadProbe(ThreadPool& pool, int64_t bytes);
-  int64_t bytes() const { return static_cast<int64_t>(words_.size() * sizeof(uint64_t)); }
-  // Bytes per second of one pass over the whole buffer with all of the pool's threads.
-  double bytes_per_second();
+  int64_t bytes() const { return num_words_ * static_cast<int64_t>(sizeof(uint64_t)); }
+  // One pass over the whole buffer with all of the pool's threads: its bytes per second.
+  double measure();
 
  private:
   ThreadPool& pool_;
-  std::vector<uint64_t> words_;
+  int64_t num_words_;
+  Buffer buffer_;
   std::atomic<uint64_t> sink_{0};  // the sums, kept observable
 };
 

@@ -3,6 +3,7 @@
 // the paired roofline takes a fraction per decode step and leaves its read passes out of decode's
 // time; a decode step's bytes leave out an untied embedding table.
 #include "bench/engine_benchmark.h"
+#include "bench/machine_limits.h"
 
 #include <gtest/gtest.h>
 
@@ -61,9 +62,12 @@ TEST(EngineBenchmark, PairedRooflineHasAFractionPerDecodeStepAndLeavesItsPassesO
   // after its token, the 3 before it between decode's tokens.
   ASSERT_EQ(r.decode_roofline_fractions.size(), 4u);
   for (double f : r.decode_roofline_fractions) EXPECT_TRUE(std::isfinite(f) && f > 0) << f;
+  ASSERT_EQ(r.read_pass_bytes_per_second.size(), 4u);
+  for (double b : r.read_pass_bytes_per_second) EXPECT_GT(b, 0);
   EXPECT_GT(r.read_probe_seconds, 0);
   EXPECT_GT(r.decode_seconds, 0);
-  // Left out: the phases and the passes between them add up to no more than the wall time.
+  // Left out (PairedRoofline's own test pins which passes): the phases and the passes between
+  // them add up to no more than the wall time.
   EXPECT_LE(r.prefill_seconds + r.decode_seconds + r.read_probe_seconds, wall);
   EXPECT_NEAR(r.decode_tokens_per_second * r.decode_seconds, 3 * 4, 1e-6);
 }
@@ -75,6 +79,7 @@ TEST(EngineBenchmark, NoReadProbeNoFractions) {
   auto runs = run_engine_benchmark(**model, pool, {1, 4, 3}, 1, 0);
   ASSERT_TRUE(runs.ok()) << runs.error().message;
   EXPECT_TRUE((*runs)[0].decode_roofline_fractions.empty());
+  EXPECT_TRUE((*runs)[0].read_pass_bytes_per_second.empty());
   EXPECT_EQ((*runs)[0].read_probe_seconds, 0);
 }
 
@@ -90,6 +95,22 @@ TEST(EngineBenchmark, DecodeReadsAnUntiedEmbeddingOneRowAToken) {
   const LlamaWeights& t = (*tied)->weights();
   ASSERT_EQ(t.lm_head.data, t.embed_tokens.data);
   EXPECT_EQ(decode_read_bytes(t), summarize_weights(t).bytes);  // the table is the head
+}
+
+TEST(EngineBenchmark, DecodeReadsATiedHeadsCopyInPlaceOfTheTable) {
+  // The default model's tied Q4_1 head is interleaved for the int8 GEMM at AVX2 and up: a copy,
+  // which a step reads whole, beside the table it reads a row of.
+  auto model = LlamaModel::load(LM_REPO_ROOT "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const LlamaWeights& w = (*model)->weights();
+  const int64_t table = w.embed_tokens.dim(0) * w.embed_tokens.row_bytes();
+  ASSERT_EQ(w.lm_head.data, w.embed_tokens.data);
+  const int64_t tied = decode_read_bytes(w);
+  EXPECT_EQ(tied, summarize_weights(w).bytes);
+  (*model)->set_int8_activations(true);
+  if (w.lm_head.data == w.embed_tokens.data) GTEST_SKIP() << "no interleaved copy at this level";
+  EXPECT_EQ(decode_read_bytes(w), summarize_weights(w).bytes - table);
+  EXPECT_EQ(summarize_weights(w).bytes - table, tied);  // the copy has the table's bytes
 }
 
 TEST(EngineBenchmark, RefusesCasesBeyondTheContext) {
