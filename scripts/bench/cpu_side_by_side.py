@@ -36,8 +36,8 @@ one probe at the start made fractions of 60-120%). Ours also reports the paired 
 step's fraction taken against the pass right after it), which the host's swings do not move;
 llama-bench has no such hook, so llama.cpp has the probes around its runs only. Ours' decode
 tokens/s then come from that run: the passes' time is not counted, but each step follows a pass
-that has emptied the caches (llama.cpp's steps follow each other). For the 7B Q4_0 model and the HF folders: the server's resident memory
-against the weight files' size + KV pool + 100 MB.
+that has emptied the caches (llama.cpp's steps follow each other). For the 7B Q4_0 model and the
+HF folders: the server's resident memory against the weight files' size + KV pool + 100 MB.
 
 --isa LEVEL (avx2, avx512, avx512-vnni, avx512-bf16) compares both at one instruction-set level: ours capped
 with CPU_ISA=LEVEL (the launcher's --cpu-isa), llama.cpp built for that level only
