@@ -49,6 +49,9 @@ Tensor bias_view(const std::vector<float>& b) {
 struct BatchRope {
   std::vector<RopeFrequencies> freqs;  // freqs[i] rotates rows [row_begins[i], row_begins[i + 1])
   std::vector<int32_t> row_begins;
+  // Every row's cos and sin (ops::rope_cos_sin: [num_tokens, rotary_dim / 2]), computed once for
+  // q, k and every layer.
+  std::vector<float> cos, sin;
 };
 
 BatchRope batch_rope(const ModelConfig& c, const RopeConfig& config, const BatchInput& batch,
@@ -58,28 +61,26 @@ BatchRope batch_rope(const ModelConfig& c, const RopeConfig& config, const Batch
   if (!config.depends_on_length()) {
     rope.freqs.push_back(rope_frequencies(c, config, 0, freq_factors));
     rope.row_begins = {0, static_cast<int32_t>(batch.num_tokens())};
-    return rope;
+  } else {
+    rope.row_begins.assign(batch.query_begins.begin(), batch.query_begins.end());
+    for (int64_t s = 0; s < batch.num_seqs(); ++s) {
+      const int32_t last_row = batch.query_begins[static_cast<size_t>(s) + 1] - 1;
+      const int64_t length = batch.rope_lengths.empty()
+                                 ? batch.positions[static_cast<size_t>(last_row)] + 1
+                                 : batch.rope_lengths[static_cast<size_t>(s)];
+      rope.freqs.push_back(rope_frequencies(c, config, length, freq_factors));
+    }
   }
-  rope.row_begins.assign(batch.query_begins.begin(), batch.query_begins.end());
-  for (int64_t s = 0; s < batch.num_seqs(); ++s) {
-    const int32_t last_row = batch.query_begins[static_cast<size_t>(s) + 1] - 1;
-    const int64_t length = batch.rope_lengths.empty()
-                               ? batch.positions[static_cast<size_t>(last_row)] + 1
-                               : batch.rope_lengths[static_cast<size_t>(s)];
-    rope.freqs.push_back(rope_frequencies(c, config, length, freq_factors));
-  }
-  return rope;
-}
-
-void apply_rope(const BatchRope& rope, Tensor& x, int64_t head_dim, int64_t rotary_dim,
-                const int32_t* positions, ops::RopeMode mode) {
+  const int64_t half = c.rotary_dims() / 2;
+  rope.cos.resize(static_cast<size_t>(batch.num_tokens() * half));
+  rope.sin.resize(rope.cos.size());
   for (size_t i = 0; i < rope.freqs.size(); ++i) {
     const int64_t begin = rope.row_begins[i], end = rope.row_begins[i + 1];
-    if (begin == end) continue;
-    Tensor rows = rows_of(x, begin, end - begin);
-    ops::rope(rows, head_dim, positions + begin, rope.freqs[i].inv_freq.data(), mode,
-              rope.freqs[i].attention_scaling, rotary_dim);
+    ops::rope_cos_sin(batch.positions.data() + begin, end - begin, rope.freqs[i].inv_freq.data(),
+                      half, rope.freqs[i].attention_scaling, rope.cos.data() + begin * half,
+                      rope.sin.data() + begin * half);
   }
+  return rope;
 }
 
 // True when w's data lies in `buffer`.
@@ -336,8 +337,8 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     }
     const BatchRope& rope =
         local_rope && c.sliding_window_of(layer) > 0 ? *local_rope : global_rope;
-    apply_rope(rope, q, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
-    apply_rope(rope, k, c.head_dim, c.rotary_dims(), batch.positions.data(), rope_mode);
+    ops::rope(q, c.head_dim, rope.cos.data(), rope.sin.data(), rope_mode, c.rotary_dims(), pool);
+    ops::rope(k, c.head_dim, rope.cos.data(), rope.sin.data(), rope_mode, c.rotary_dims(), pool);
     // The checkpoint's FP8 KV scales: the cache holds K / k_scale and V / v_scale, so the scores
     // take k_scale (in the softmax scale) and the outputs, weighted sums of V rows, v_scale.
     const bool kv_scaled = w.has_kv_scales && is_fp8(k_pool.dtype);
@@ -345,7 +346,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
       divide_rows(k, w.k_scale);
       divide_rows(v, w.v_scale);
     }
-    ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool);
+    ops::store_kv(k, v, batch.slot_mapping.data(), k_pool, v_pool, pool);
     ops::paged_attention(q, k_pool, v_pool, attn, batch.query_begins.data(), first_positions.data(),
                          batch.block_tables.data(), batch.max_blocks_per_seq, num_seqs,
                          {kv_scaled ? attention_scale * w.k_scale : attention_scale,
@@ -354,7 +355,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
     if (kv_scaled) ops::scale(attn, w.v_scale);
     ops::linear(attn, w.o_proj, {}, normed, pool, int8_activations_);
     if (c.sandwich_norms) ops::rms_norm(normed, w.attn_output_norm.data(), normed, eps, pool);
-    ops::add(x, normed);
+    ops::add(x, normed, pool);
 
     // MLP block: down(act(gate(x)) * up(x)), SwiGLU or GeGLU, or the sparse MoE block.
     ops::rms_norm(x, w.post_attention_layernorm.data(), normed, eps, pool);
@@ -373,7 +374,7 @@ void LlamaModel::forward_batch(const BatchInput& batch, PagedKvView& kv, std::ve
       ops::linear(gate, w.down_proj, {}, normed, pool, int8_activations_);
     }
     if (c.sandwich_norms) ops::rms_norm(mlp_out, w.mlp_output_norm.data(), mlp_out, eps, pool);
-    ops::add(x, mlp_out);
+    ops::add(x, mlp_out, pool);
   }
 
   // LM head only for the rows that sample: gather them, final norm, one matmul.

@@ -17,16 +17,22 @@ namespace {
 // computed the same way either way, so results do not depend on the split.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 
+// fn(begin, end) over [0, rows) rows of `row_elements` each: over the pool when they are many.
+template <typename Fn>
+void for_rows(int64_t rows, int64_t row_elements, ThreadPool& pool, const Fn& fn) {
+  if (rows * row_elements < kParallelElements || rows == 1) {
+    fn(0, rows);
+    return;
+  }
+  pool.parallel_for(rows, fn);
+}
+
 }  // namespace
 
 void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, ThreadPool& pool) {
   LM_CHECK(x.rank() == 2 && x.shape == y.shape && x.dtype == DType::kF32 && y.dtype == DType::kF32);
-  const int64_t rows = x.dim(0), n = x.dim(1);
-  if (rows * n < kParallelElements || rows == 1) {
-    kernels::rms_norm(x.as<float>(), weight, y.as<float>(), rows, n, eps);
-    return;
-  }
-  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+  const int64_t n = x.dim(1);
+  for_rows(x.dim(0), n, pool, [&](int64_t begin, int64_t end) {
     kernels::rms_norm(x.as<float>() + begin * n, weight, y.as<float>() + begin * n, end - begin, n,
                       eps);
   });
@@ -63,9 +69,21 @@ void gelu_tanh_mul(Tensor& gate, const Tensor& up, ThreadPool& pool) {
   });
 }
 
-void add(Tensor& y, const Tensor& x) {
+void add(Tensor& y, const Tensor& x, ThreadPool& pool) {
   LM_CHECK(y.shape == x.shape && y.dtype == DType::kF32 && x.dtype == DType::kF32);
-  kernels::add_inplace(y.as<float>(), x.as<float>(), y.numel());
+  float* out = y.as<float>();
+  const float* in = x.as<float>();
+  const int64_t n = y.numel();
+  if (n < kParallelElements) {
+    kernels::add_inplace(out, in, n);
+    return;
+  }
+  pool.parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        kernels::add_inplace(out + begin, in + begin, end - begin);
+      },
+      1024);
 }
 
 void scale(Tensor& x, float a) {
@@ -80,13 +98,23 @@ void softcap(Tensor& x, float cap) {
   for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] = std::tanh(p[i] / cap) * cap;
 }
 
-void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* inv_freq,
-          RopeMode mode, float attention_scaling, int64_t rotary_dim) {
-  LM_CHECK(x.rank() == 2 && x.dtype == DType::kF32 && x.dim(1) % head_dim == 0);
-  kernels::apply_rope(
-      x.as<float>(), positions, inv_freq, x.dim(0), x.dim(1) / head_dim, head_dim,
-      mode == RopeMode::kNeox ? kernels::RopeMode::kNeox : kernels::RopeMode::kInterleaved,
-      attention_scaling, rotary_dim);
+void rope_cos_sin(const int32_t* positions, int64_t num_tokens, const float* inv_freq, int64_t half,
+                  float attention_scaling, float* cos, float* sin) {
+  kernels::rope_cos_sin(positions, inv_freq, num_tokens, half, attention_scaling, cos, sin);
+}
+
+void rope(Tensor& x, int64_t head_dim, const float* cos, const float* sin, RopeMode mode,
+          int64_t rotary_dim, ThreadPool& pool) {
+  LM_CHECK(x.rank() == 2 && x.dtype == DType::kF32 && head_dim > 0 && x.dim(1) % head_dim == 0);
+  const int64_t half = (rotary_dim == 0 ? head_dim : rotary_dim) / 2;
+  const int64_t width = x.dim(1);
+  const auto kernel_mode =
+      mode == RopeMode::kNeox ? kernels::RopeMode::kNeox : kernels::RopeMode::kInterleaved;
+  for_rows(x.dim(0), width, pool, [&](int64_t begin, int64_t end) {
+    kernels::apply_rope_cos_sin(x.as<float>() + begin * width, cos + begin * half,
+                                sin + begin * half, end - begin, width / head_dim, head_dim,
+                                kernel_mode, rotary_dim);
+  });
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
@@ -128,7 +156,7 @@ kernels::KvFormat kv_format_of(DType dtype) {
 }  // namespace
 
 void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
-              Tensor& v_pool) {
+              Tensor& v_pool, ThreadPool& pool) {
   LM_CHECK(k.rank() == 2 && k.shape == v.shape && k_pool.rank() == 4 &&
            k_pool.shape == v_pool.shape);
   LM_CHECK(k.dtype == DType::kF32 && v.dtype == DType::kF32 && k_pool.dtype == v_pool.dtype);
@@ -137,8 +165,11 @@ void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Ten
   const int64_t num_slots = k_pool.dim(0) * k_pool.dim(1);
   LM_CHECK(k.dim(1) == kv_dim);
   for (int64_t t = 0; t < k.dim(0); ++t) LM_CHECK(slot_mapping[t] < num_slots);
-  kernels::store_kv(k.as<float>(), v.as<float>(), slot_mapping, k_pool.data, v_pool.data, k.dim(0),
-                    kv_dim, format);
+  // Tokens write distinct slots, so any split of them writes the same bytes.
+  for_rows(k.dim(0), kv_dim, pool, [&](int64_t begin, int64_t end) {
+    kernels::store_kv(k.as<float>() + begin * kv_dim, v.as<float>() + begin * kv_dim,
+                      slot_mapping + begin, k_pool.data, v_pool.data, end - begin, kv_dim, format);
+  });
 }
 
 void paged_attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool, Tensor& out,

@@ -22,7 +22,7 @@ void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 void gelu_tanh_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 
 // y += x (same shape).
-void add(Tensor& y, const Tensor& x);
+void add(Tensor& y, const Tensor& x, ThreadPool& pool);
 
 // x *= a.
 void scale(Tensor& x, float a);
@@ -30,10 +30,16 @@ void scale(Tensor& x, float a);
 // x = cap * tanh(x / cap), as torch computes it in fp32 (Gemma 2's logit soft-capping).
 void softcap(Tensor& x, float cap);
 
-// x: [num_tokens, num_heads * head_dim]; rotates each head in place.
-// Only the first rotary_dim elements of each head rotate (0: all).
-void rope(Tensor& x, int64_t head_dim, const int32_t* positions, const float* inv_freq,
-          RopeMode mode, float attention_scaling, int64_t rotary_dim = 0);
+// Each token's rotary cos and sin, computed once for every rope call of a forward: cos[t * half +
+// i] = cos(float(positions[t]) * inv_freq[i]) * attention_scaling, sin likewise, for t <
+// num_tokens and the half = rotary_dim / 2 pairs of a head.
+void rope_cos_sin(const int32_t* positions, int64_t num_tokens, const float* inv_freq, int64_t half,
+                  float attention_scaling, float* cos, float* sin);
+
+// x: [num_tokens, num_heads * head_dim]; rotates each head in place by its token's rows of
+// rope_cos_sin's tables. Only the first rotary_dim elements of each head rotate (0: all).
+void rope(Tensor& x, int64_t head_dim, const float* cos, const float* sin, RopeMode mode,
+          int64_t rotary_dim, ThreadPool& pool);
 
 // q, out: [num_tokens, num_heads * head_dim]; k_cache, v_cache: [capacity, num_kv_heads * head_dim]
 // holding positions [0, first_position + num_tokens). Token i attends causally up to
@@ -45,7 +51,7 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Te
 // num_kv_heads, head_dim] in F32, F16, BF16, F8_E4M3 or F8_E5M2 (the KV cache dtypes:
 // kernels/cpu/kv_format.h). Token t's rows go to slot slot_mapping[t] (skipped when negative).
 void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
-              Tensor& v_pool);
+              Tensor& v_pool, ThreadPool& pool);
 
 // q, out: [num_tokens, num_heads * head_dim], sequence s owning rows [query_begins[s],
 // query_begins[s + 1]) at positions first_positions[s] + i; k_pool, v_pool as in store_kv,
