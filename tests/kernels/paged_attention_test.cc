@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -349,6 +352,50 @@ TEST(StoreKv, WritesEncodedRowsToTheirSlots) {
     // Slot 1 was not written.
     EXPECT_TRUE(std::all_of(k_pool.begin() + row_bytes, k_pool.begin() + 2 * row_bytes,
                             [](uint8_t x) { return x == 0xAB; }));
+  }
+}
+
+// Every table's K/V writes give encode_kv_row's bytes, in every cache format: values past fp16's
+// range (clamped, +-inf too), halfway cases (rounded to even), fp16 subnormals, fp32 subnormals,
+// signed zeros and NaNs (one quiet NaN; a group of 8 holding one runs the scalar encoder), over
+// vector groups and a tail.
+TEST(StoreKv, EveryTableWritesTheScalarEncodersBytes) {
+  std::vector<float> row = testing::random_floats(203, 11, -300.0f, 300.0f);
+  const float specials[] = {65504.0f,
+                            65519.0f,
+                            65520.0f,
+                            1e6f,
+                            -1e6f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            1.0f + 1.0f / 2048.0f,
+                            1.0f + 3.0f / 2048.0f,
+                            3.0e-5f,
+                            -6.0e-8f,
+                            2.98e-8f,
+                            1e-40f,
+                            -0.0f,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::quiet_NaN(),
+                            std::bit_cast<float>(0x7fa00000u)};  // a NaN with a payload
+  for (size_t i = 0; i < std::size(specials); ++i) row[3 + 11 * i] = specials[i];
+  const int64_t kv_dim = static_cast<int64_t>(row.size());
+  const int64_t slots[] = {1, 0};
+  std::vector<float> k(row);
+  k.insert(k.end(), row.rbegin(), row.rend());  // two tokens: row, then reversed (K and V both)
+  for (KvFormat format : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kF8E4M3, KvFormat::kF8E5M2}) {
+    const int64_t row_bytes = kv_dim * kv_element_bytes(format);
+    std::vector<uint8_t> expected(static_cast<size_t>(2 * row_bytes));
+    for (int64_t t = 0; t < 2; ++t)
+      encode_kv_row(k.data() + t * kv_dim, expected.data() + slots[t] * row_bytes, kv_dim, format);
+    for (Isa isa : testing::supported_isas()) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " format " +
+                   std::to_string(static_cast<int>(format)));
+      std::vector<uint8_t> k_pool(expected.size(), 0xAB), v_pool(expected.size(), 0xAB);
+      store_kv(k.data(), k.data(), slots, k_pool.data(), v_pool.data(), 2, kv_dim, format, isa);
+      EXPECT_EQ(k_pool, expected);
+      EXPECT_EQ(v_pool, expected);
+    }
   }
 }
 

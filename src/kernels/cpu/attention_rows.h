@@ -612,6 +612,29 @@ static void values_in_lanes(const float* scores, int64_t stride, const int64_t* 
   });
 }
 
+// IsaKernels::encode_kv: F16 rows 8 values at a time through vcvtps2ph, clamped to +-65504 first
+// as encode_kv_row clamps them (a prefill's K/V writes ran its scalar loop, ~2% of a SmolLM2 Q4_1
+// 512-token prefill); a group holding a NaN, the tail and the other formats by encode_kv_row
+// (vcvtps2ph keeps a NaN's payload where encode_kv_row writes one quiet NaN), so the same bytes.
+[[maybe_unused]] static void encode_kv_any(KvFormat format, const float* src, void* dst,
+                                           int64_t n) {
+  if (format != KvFormat::kF16) return encode_kv_row(src, dst, n, format);
+  auto* out = static_cast<uint16_t*>(dst);
+  const __m256 lowest = _mm256_set1_ps(-65504.0f), highest = _mm256_set1_ps(65504.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(src + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0) {
+      encode_kv_row(src + i, out + i, 8, format);
+      continue;
+    }
+    const __m256 clamped = _mm256_min_ps(_mm256_max_ps(x, lowest), highest);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  if (i < n) encode_kv_row(src + i, out + i, n - i, format);
+}
+
 // The vector tables' decode kernels reading K/V in place in a KvFormat cache
 // (IsaKernels::attend_rows_kv: 1 to 8 rows; attend_scores, attend_values: 1 to 4), head_dim a
 // multiple of 8.

@@ -145,6 +145,9 @@ struct IsaKernels {
   // dst[i] = src[i] as fp32 for i < n, src in `format` (kv_format.h: decode_kv_row's vector
   // path, the element policies of attention_rows.h). Null in tables without it.
   void (*decode_kv)(KvFormat format, const void* src, float* dst, int64_t n) = nullptr;
+  // encode_kv_row's bytes (kv_format.h: F16 rows clamped to its finite range, rounded to nearest
+  // even) from vector conversions; null in tables without it.
+  void (*encode_kv)(KvFormat format, const float* src, void* dst, int64_t n) = nullptr;
   // attend_rows' decode kernel (1-8 rows, head_dim a multiple of 8) reading K/V in place from a
   // cache in `format`, as attend_scores / attend_values do: the bits of the fp32 kernel on the
   // decoded rows, without decoding them into scratch first. Null in tables without it.

@@ -15,15 +15,23 @@
 namespace lm::kernels {
 
 void store_kv(const float* k, const float* v, const int64_t* slot_mapping, void* k_pool,
-              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format) {
+              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format, Isa isa) {
   const int64_t row_bytes = kv_dim * kv_element_bytes(format);
   auto* k_slots = static_cast<unsigned char*>(k_pool);
   auto* v_slots = static_cast<unsigned char*>(v_pool);
+  const IsaKernels& kernels = isa_kernels(isa);
+  const auto encode = [&](const float* src, unsigned char* dst) {
+    if (kernels.encode_kv != nullptr) {
+      kernels.encode_kv(format, src, dst, kv_dim);
+    } else {
+      encode_kv_row(src, dst, kv_dim, format);
+    }
+  };
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t slot = slot_mapping[t];
     if (slot < 0) continue;
-    encode_kv_row(k + t * kv_dim, k_slots + slot * row_bytes, kv_dim, format);
-    encode_kv_row(v + t * kv_dim, v_slots + slot * row_bytes, kv_dim, format);
+    encode(k + t * kv_dim, k_slots + slot * row_bytes);
+    encode(v + t * kv_dim, v_slots + slot * row_bytes);
   }
 }
 

@@ -18,9 +18,11 @@ struct AttentionOptions {
 };
 
 // k, v: [num_tokens, kv_dim]. k_pool, v_pool: [num_slots, kv_dim] elements in `format`. Token
-// t's rows are written to slot slot_mapping[t] (encode_kv_row); a negative slot skips the token.
+// t's rows are written to slot slot_mapping[t] (encode_kv_row's bytes, by isa's encode_kv where
+// it has one); a negative slot skips the token.
 void store_kv(const float* k, const float* v, const int64_t* slot_mapping, void* k_pool,
-              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format);
+              void* v_pool, int64_t num_tokens, int64_t kv_dim, KvFormat format,
+              Isa isa = best_isa());
 inline void store_kv(const float* k, const float* v, const int64_t* slot_mapping, float* k_pool,
                      float* v_pool, int64_t num_tokens, int64_t kv_dim) {
   store_kv(k, v, slot_mapping, k_pool, v_pool, num_tokens, kv_dim, KvFormat::kF32);

@@ -62,6 +62,7 @@ void add(IsaKernels& kernels) {
     kernels.attend_scores = attention_rows::scores_any;
     kernels.attend_values = attention_rows::values_any;
     kernels.decode_kv = attention_rows::decode_kv_any;
+    kernels.encode_kv = attention_rows::encode_kv_any;
     kernels.attend_rows_kv = attention_rows::attend_decode_kv;
   }
 }
