@@ -165,7 +165,7 @@ void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Ten
   const int64_t num_slots = k_pool.dim(0) * k_pool.dim(1);
   LM_CHECK(k.dim(1) == kv_dim);
   for (int64_t t = 0; t < k.dim(0); ++t) LM_CHECK(slot_mapping[t] < num_slots);
-  // Tokens write distinct slots, so any split of them writes the same bytes.
+  // The tokens' slots differ (the contract above), so any split of them writes the same bytes.
   for_rows(k.dim(0), kv_dim, pool, [&](int64_t begin, int64_t end) {
     kernels::store_kv(k.as<float>() + begin * kv_dim, v.as<float>() + begin * kv_dim,
                       slot_mapping + begin, k_pool.data, v_pool.data, end - begin, kv_dim, format);

@@ -21,7 +21,8 @@ void silu_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 // gate = gelu_tanh(gate) * up, both [rows, n] (GeGLU).
 void gelu_tanh_mul(Tensor& gate, const Tensor& up, ThreadPool& pool);
 
-// y += x (same shape).
+// y += x (same shape). This and the other row-wise ops split a prefill's rows over the pool (a
+// decode step's few rows stay on the calling thread); each row computes the same either way.
 void add(Tensor& y, const Tensor& x, ThreadPool& pool);
 
 // x *= a.
@@ -49,7 +50,9 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Te
 
 // k, v: [num_tokens, num_kv_heads * head_dim]; k_pool, v_pool: [num_blocks, block_size,
 // num_kv_heads, head_dim] in F32, F16, BF16, F8_E4M3 or F8_E5M2 (the KV cache dtypes:
-// kernels/cpu/kv_format.h). Token t's rows go to slot slot_mapping[t] (skipped when negative).
+// kernels/cpu/kv_format.h). Token t's rows go to slot slot_mapping[t] (skipped when negative);
+// the tokens' slots must differ (the engine gives each token its own), as the pool writes them in
+// any order.
 void store_kv(const Tensor& k, const Tensor& v, const int64_t* slot_mapping, Tensor& k_pool,
               Tensor& v_pool, ThreadPool& pool);
 
