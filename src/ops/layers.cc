@@ -27,6 +27,16 @@ void for_rows(int64_t rows, int64_t row_elements, ThreadPool& pool, const Fn& fn
   pool.parallel_for(rows, fn);
 }
 
+// fn(begin, end) over elements [0, n): over the pool, in multiples of 1024, when they are many.
+template <typename Fn>
+void for_elements(int64_t n, ThreadPool& pool, const Fn& fn) {
+  if (n < kParallelElements) {
+    fn(0, n);
+    return;
+  }
+  pool.parallel_for(n, fn, 1024);
+}
+
 }  // namespace
 
 void rms_norm(const Tensor& x, const float* weight, Tensor& y, float eps, ThreadPool& pool) {
@@ -46,14 +56,9 @@ void gated(Tensor& gate, const Tensor& up, ThreadPool& pool, Kernel kernel) {
   LM_CHECK(gate.shape == up.shape && gate.dtype == DType::kF32 && up.dtype == DType::kF32);
   float* g = gate.as<float>();
   const float* u = up.as<float>();
-  const int64_t n = gate.numel();
-  if (n < kParallelElements) {
-    kernel(g, u, g, n);
-    return;
-  }
-  pool.parallel_for(
-      n, [&](int64_t begin, int64_t end) { kernel(g + begin, u + begin, g + begin, end - begin); },
-      1024);
+  for_elements(gate.numel(), pool, [&](int64_t begin, int64_t end) {
+    kernel(g + begin, u + begin, g + begin, end - begin);
+  });
 }
 
 }  // namespace
@@ -73,17 +78,9 @@ void add(Tensor& y, const Tensor& x, ThreadPool& pool) {
   LM_CHECK(y.shape == x.shape && y.dtype == DType::kF32 && x.dtype == DType::kF32);
   float* out = y.as<float>();
   const float* in = x.as<float>();
-  const int64_t n = y.numel();
-  if (n < kParallelElements) {
-    kernels::add_inplace(out, in, n);
-    return;
-  }
-  pool.parallel_for(
-      n,
-      [&](int64_t begin, int64_t end) {
-        kernels::add_inplace(out + begin, in + begin, end - begin);
-      },
-      1024);
+  for_elements(y.numel(), pool, [&](int64_t begin, int64_t end) {
+    kernels::add_inplace(out + begin, in + begin, end - begin);
+  });
 }
 
 void scale(Tensor& x, float a) {
